@@ -1,0 +1,163 @@
+package metaroce
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds an endpoint's protocol parameters. The zero value of a field
+// means "use the default"; Defaults documents every default and Validate
+// names the field that is out of range.
+type Config struct {
+	// Node and Incarnation identify this endpoint; a restarted endpoint must
+	// use a new Incarnation so peers can tell it from its previous life.
+	Node        NodeID
+	Incarnation Incarnation
+
+	// Paths per connection (1..256), proposed at connect time; the connection
+	// uses the smaller of both sides' values. Default 8.
+	Paths int
+	// Planes the paths are spread over (1..16). Default 1.
+	Planes int
+	// MTU is the payload carried per data packet (256..9000). Default 4096.
+	MTU int
+	// Streams is the largest number of streams per connection. Default 1024.
+	Streams int
+	// EntropyBase is the UDP source port of path 0; path i uses
+	// EntropyBase+i. Default 49152.
+	EntropyBase Entropy
+
+	// PathWindow is the fixed number of packets a path may have in flight
+	// (1..256: the SACK bitmap covers 256 PSNs). Default 64.
+	PathWindow int
+	// AckEvery: acknowledge a path after this many packets. Default 8.
+	AckEvery int
+	// AckDelay: acknowledge at the latest this long after the first
+	// unacknowledged packet. Default 5µs.
+	AckDelay time.Duration
+
+	// InitialRTO is the tail-loss timeout before any RTT sample. Default 1ms.
+	InitialRTO time.Duration
+	// MinRTO and MaxRTO bound the tail-loss timeout. Defaults 50µs, 100ms.
+	MinRTO time.Duration
+	MaxRTO time.Duration
+	// PathFailAfter: consecutive tail-loss timeouts without progress before a
+	// path is judged failed and its packets move to other paths. Default 3.
+	PathFailAfter int
+	// PathReprobe is the first back-off before a failed path is probed
+	// again; it doubles up to MaxRTO*4. Default 1ms.
+	PathReprobe time.Duration
+
+	// RNRRetries: how often a SEND is retried after receiver-not-ready
+	// before it fails (7 = as ibv's maximum finite count). Default 7.
+	RNRRetries int
+	// RNRBackoff is the first RNR back-off; it doubles on every retry.
+	// Default 100µs.
+	RNRBackoff time.Duration
+
+	// KeepaliveInterval: send a keepalive when nothing arrived for this
+	// long. Default 10ms.
+	KeepaliveInterval time.Duration
+	// PeerDeadTimeout: declare the peer dead when nothing arrived for this
+	// long; its work requests complete with errors. Default 200ms.
+	PeerDeadTimeout time.Duration
+	// ConnectRetry is the interval between CONNECT (and CLOSE) attempts.
+	// Default 1ms.
+	ConnectRetry time.Duration
+	// ConnectRetries: attempts before Connect fails. Default 20.
+	ConnectRetries int
+
+	// AcceptIncoming makes the endpoint accept CONNECT requests.
+	AcceptIncoming bool
+
+	// SendQueueDepth and RecvQueueDepth bound the outstanding work requests
+	// per queue pair. Defaults 4096 and 4096.
+	SendQueueDepth int
+	RecvQueueDepth int
+}
+
+// Defaults returns c with every zero field set to its default.
+func (c Config) Defaults() Config {
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setInt(&c.Paths, 8)
+	setInt(&c.Planes, 1)
+	setInt(&c.MTU, 4096)
+	setInt(&c.Streams, 1024)
+	if c.EntropyBase == 0 {
+		c.EntropyBase = 49152
+	}
+	setInt(&c.PathWindow, 64)
+	setInt(&c.AckEvery, 8)
+	setDur(&c.AckDelay, 5*time.Microsecond)
+	setDur(&c.InitialRTO, time.Millisecond)
+	setDur(&c.MinRTO, 50*time.Microsecond)
+	setDur(&c.MaxRTO, 100*time.Millisecond)
+	setInt(&c.PathFailAfter, 3)
+	setDur(&c.PathReprobe, time.Millisecond)
+	setInt(&c.RNRRetries, 7)
+	setDur(&c.RNRBackoff, 100*time.Microsecond)
+	setDur(&c.KeepaliveInterval, 10*time.Millisecond)
+	setDur(&c.PeerDeadTimeout, 200*time.Millisecond)
+	setDur(&c.ConnectRetry, time.Millisecond)
+	setInt(&c.ConnectRetries, 20)
+	setInt(&c.SendQueueDepth, 4096)
+	setInt(&c.RecvQueueDepth, 4096)
+	return c
+}
+
+// Validate reports the first field out of range, by name.
+func (c Config) Validate() error {
+	type rng struct {
+		name     string
+		v, lo, hi int
+	}
+	for _, r := range []rng{
+		{"Paths", c.Paths, 1, MaxPaths},
+		{"Planes", c.Planes, 1, MaxPlanes},
+		{"MTU", c.MTU, MinMTU, MaxMTU},
+		{"Streams", c.Streams, 1, 65535},
+		{"PathWindow", c.PathWindow, 1, SackBits},
+		{"AckEvery", c.AckEvery, 1, SackBits},
+		{"PathFailAfter", c.PathFailAfter, 1, 64},
+		{"RNRRetries", c.RNRRetries, 0, 1000},
+		{"ConnectRetries", c.ConnectRetries, 1, 1000},
+		{"SendQueueDepth", c.SendQueueDepth, 1, 1 << 20},
+		{"RecvQueueDepth", c.RecvQueueDepth, 1, 1 << 20},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return fmt.Errorf("metaroce: config %s = %d, want %d..%d", r.name, r.v, r.lo, r.hi)
+		}
+	}
+	if int(c.EntropyBase)+c.Paths > 65536 {
+		return fmt.Errorf("metaroce: config EntropyBase = %d leaves no room for %d paths", c.EntropyBase, c.Paths)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"AckDelay", c.AckDelay}, {"InitialRTO", c.InitialRTO}, {"MinRTO", c.MinRTO},
+		{"MaxRTO", c.MaxRTO}, {"PathReprobe", c.PathReprobe}, {"RNRBackoff", c.RNRBackoff},
+		{"KeepaliveInterval", c.KeepaliveInterval}, {"PeerDeadTimeout", c.PeerDeadTimeout},
+		{"ConnectRetry", c.ConnectRetry},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("metaroce: config %s = %v, want > 0", d.name, d.v)
+		}
+	}
+	if c.MinRTO > c.MaxRTO {
+		return fmt.Errorf("metaroce: config MinRTO = %v exceeds MaxRTO = %v", c.MinRTO, c.MaxRTO)
+	}
+	if c.KeepaliveInterval >= c.PeerDeadTimeout {
+		return fmt.Errorf("metaroce: config KeepaliveInterval = %v must be below PeerDeadTimeout = %v", c.KeepaliveInterval, c.PeerDeadTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,582 @@
+package metaroce
+
+import "time"
+
+type connState uint8
+
+const (
+	connConnecting connState = iota
+	connEstablished
+	connClosing // local Close: CLOSE sent, waiting for CLOSE_ACK
+	connClosed
+	connFailed
+)
+
+func (s connState) String() string {
+	return [...]string{"connecting", "established", "closing", "closed", "failed"}[s]
+}
+
+// ctrlPkt is an unsequenced packet waiting to be sent.
+type ctrlPkt struct {
+	op  Opcode
+	nak NakBody
+}
+
+// resendRef names a slot queued for resend.
+type resendRef struct {
+	path PathID
+	gen  uint16
+	psn  PSN
+}
+
+// movedPkt is a packet taken off a failed path, to be sent again on another.
+type movedPkt struct {
+	kind    slotKind
+	msg     *txMsg
+	job     *readJob
+	attempt uint16
+	offset  uint32
+	length  uint32
+}
+
+// maxCtrlQueue bounds queued control packets (NAKs above all): beyond it
+// new NAKs are not queued, the sender resends and gets its NAK then.
+const maxCtrlQueue = 1024
+
+// Conn is a connection to one peer: many ordered streams above, many paths
+// below. All methods must be called on the endpoint's goroutine.
+type Conn struct {
+	ep       *Endpoint
+	local    ConnID
+	remote   ConnID
+	peer     PeerHandle
+	peerNode NodeID
+	peerInc  Incarnation
+	state    connState
+	outbound bool
+	failure  Status // why the connection failed
+
+	paths, mtu, streams, planes int
+
+	tx []txPath
+	rx []rxPath
+
+	qps    map[StreamID]*QueuePair
+	active ring[*QueuePair] // streams that may have data to send
+	jobs   ring[*readJob]   // READ responses with packets still to build
+	jobRR  bool             // alternate between READ responses and streams
+
+	resend  ring[resendRef]
+	moved   ring[movedPkt]
+	ackList ring[PathID]
+	ctrl    ring[ctrlPkt]
+
+	msgPool []*txMsg
+	jobPool []*readJob
+	errHist [errorHistoryLen]errorRecord
+	errNext int
+
+	picker PathPicker
+
+	lastRx        Time
+	lastKeepalive Time
+	retryAt       Time // next CONNECT or CLOSE attempt
+	tries         int
+
+	deadline Time
+	heapIdx  int
+	inReady  bool
+
+	c ConnCounters
+}
+
+// LocalID is this side's connection id.
+func (c *Conn) LocalID() ConnID { return c.local }
+
+// RemoteID is the peer's connection id (0 until established).
+func (c *Conn) RemoteID() ConnID { return c.remote }
+
+// Peer is the backend's handle of the remote endpoint.
+func (c *Conn) Peer() PeerHandle { return c.peer }
+
+// PeerNode is the remote endpoint's node id (0 until established).
+func (c *Conn) PeerNode() NodeID { return c.peerNode }
+
+// Established reports whether the connection is up.
+func (c *Conn) Established() bool { return c.state == connEstablished }
+
+// State names the connection's state.
+func (c *Conn) State() string { return c.state.String() }
+
+// Failure is why the connection failed (StatusSuccess while it has not).
+func (c *Conn) Failure() Status { return c.failure }
+
+// NumPaths is the negotiated number of paths (0 until established).
+func (c *Conn) NumPaths() int { return len(c.tx) }
+
+// MTU is the negotiated payload size per packet.
+func (c *Conn) MTU() int { return c.mtu }
+
+// Counters returns the connection's counters (owner goroutine only).
+func (c *Conn) Counters() *ConnCounters { return &c.c }
+
+// PathCounters returns path i's counters (owner goroutine only).
+func (c *Conn) PathCounters(i PathID) *PathCounters { return &c.tx[i].c }
+
+// PathSRTT returns path i's smoothed RTT (0 before the first sample).
+func (c *Conn) PathSRTT(i PathID) time.Duration { return c.tx[i].srtt }
+
+// PathFailed reports whether path i is currently judged failed.
+func (c *Conn) PathFailed(i PathID) bool { return c.tx[i].failed }
+
+// CreateQP opens stream id on this connection. The peer must open the same
+// stream id for SENDs to find receives and for WRITEs and READs to be
+// checked against a protection domain; until it does, they are answered
+// receiver-not-ready and retried.
+func (c *Conn) CreateQP(id StreamID, attr QPAttr) (*QueuePair, error) {
+	if c.state >= connClosing {
+		return nil, ErrNotUsable
+	}
+	if attr.PD == nil || attr.PD.ep != c.ep {
+		return nil, ErrBadAccess
+	}
+	if int(id) >= c.ep.cfg.Streams {
+		return nil, ErrField
+	}
+	if _, ok := c.qps[id]; ok {
+		return nil, ErrStreamInUse
+	}
+	q := &QueuePair{conn: c, id: id, pd: attr.PD, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ}
+	c.qps[id] = q
+	return q, nil
+}
+
+// QP returns the queue pair of stream id, or nil.
+func (c *Conn) QP(id StreamID) *QueuePair { return c.qps[id] }
+
+// Close flushes every outstanding work request and closes the connection
+// in-band. The connection is removed once the peer acknowledges, or after
+// ConnectRetries attempts.
+func (c *Conn) Close(now Time) {
+	if c.state >= connClosing {
+		return
+	}
+	wasUp := c.state == connEstablished
+	c.abort(StatusFlushed, StatusFlushed)
+	if !wasUp {
+		c.finish(connClosed)
+		return
+	}
+	c.state = connClosing
+	c.tries = 0
+	c.retryAt = now
+	c.ep.touch(c, now)
+}
+
+// establish sets up paths with the negotiated parameters.
+func (c *Conn) establish(now Time, b *ConnectBody) {
+	cfg := &c.ep.cfg
+	c.paths = min(int(b.Paths), cfg.Paths)
+	c.mtu = min(int(b.MTU), cfg.MTU)
+	c.streams = min(int(b.Streams), cfg.Streams)
+	c.planes = min(int(b.Planes), cfg.Planes)
+	c.tx = make([]txPath, c.paths)
+	c.rx = make([]rxPath, c.paths)
+	for i := range c.tx {
+		c.tx[i] = newTxPath(PathID(i), cfg.EntropyBase+Entropy(i), PlaneID(i%c.planes), cfg.PathWindow)
+		c.rx[i] = rxPath{ackDue: Never, c: &c.tx[i].c}
+	}
+	c.picker.reset(c.paths)
+	c.state = connEstablished
+	c.lastRx = now
+	c.lastKeepalive = now
+	for _, q := range c.qps {
+		if q.sq.len() > 0 {
+			c.activate(q)
+		}
+	}
+}
+
+// abort completes every outstanding work request: messages already on the
+// wire with inFlight, the others (and every receive) with Flushed, and
+// releases everything the connection holds.
+func (c *Conn) abort(inFlight, notStarted Status) {
+	for _, q := range c.qps {
+		for i := 0; i < q.sq.len(); i++ {
+			m := *q.sq.at(i)
+			m.outstanding = 0
+			if m.finished {
+				continue
+			}
+			m.finished = true
+			if m.segOff > 0 || m.segDone || m.attempt > 0 {
+				m.status = inFlight
+			} else {
+				m.status = notStarted
+			}
+		}
+		q.completeSends()
+		for i := 0; i < q.rq.len(); i++ {
+			s := q.rq.at(i)
+			if !s.done {
+				s.done, s.status = true, StatusFlushed
+			}
+		}
+		q.completeRecvs()
+		q.active = false
+	}
+	for c.jobs.len() > 0 {
+		c.releaseJobRefs(c.jobs.pop())
+	}
+	for i := range c.tx {
+		p := &c.tx[i]
+		for psn := p.una; psn.Less(p.next); psn++ {
+			if s := p.slot(psn); s.kind == slotReadResp && s.job != nil {
+				s.job.outstanding--
+				c.maybeReleaseJob(s.job)
+			}
+		}
+		clear(p.slots)
+		p.inUse = 0
+	}
+	c.active.clear()
+	c.resend.clear()
+	c.moved.clear()
+	c.ackList.clear()
+}
+
+// fail tears the connection down after the peer died, restarted or reset it.
+func (c *Conn) fail(status Status) {
+	if c.state >= connClosed {
+		return
+	}
+	c.failure = status
+	c.abort(status, StatusFlushed)
+	c.finish(connFailed)
+}
+
+// finish removes the connection from the endpoint.
+func (c *Conn) finish(s connState) {
+	c.state = s
+	c.ctrl.clear()
+	c.ep.forget(c)
+}
+
+// activate puts q in the round robin of streams with data to send.
+func (c *Conn) activate(q *QueuePair) {
+	if !q.active && c.state == connEstablished {
+		q.active = true
+		c.active.push(q)
+	}
+}
+
+func (c *Conn) newMsg() *txMsg {
+	if n := len(c.msgPool); n > 0 {
+		m := c.msgPool[n-1]
+		c.msgPool = c.msgPool[:n-1]
+		return m
+	}
+	return &txMsg{}
+}
+
+// releaseMsg returns m to the pool once it is completed and no slot refers
+// to it any more.
+func (c *Conn) releaseMsg(m *txMsg) {
+	if !m.completed || m.outstanding > 0 {
+		return
+	}
+	if m.mr != nil {
+		m.mr.refs--
+		m.mr = nil
+	}
+	m.local, m.qp = nil, nil
+	m.completed = false
+	c.msgPool = append(c.msgPool, m)
+}
+
+func (c *Conn) newJob() *readJob {
+	if n := len(c.jobPool); n > 0 {
+		j := c.jobPool[n-1]
+		c.jobPool = c.jobPool[:n-1]
+		return j
+	}
+	return &readJob{}
+}
+
+func (c *Conn) releaseJobRefs(j *readJob) {
+	if j.mr != nil {
+		j.mr.refs--
+		j.mr = nil
+	}
+}
+
+// maybeReleaseJob frees a READ response once every packet is built and
+// acknowledged (or the connection is gone).
+func (c *Conn) maybeReleaseJob(j *readJob) {
+	if j.outstanding > 0 || (!j.segDone && c.state == connEstablished) {
+		return
+	}
+	c.releaseJobRefs(j)
+	*j = readJob{}
+	c.jobPool = append(c.jobPool, j)
+}
+
+// rememberError records how a receive-consuming message failed.
+func (c *Conn) rememberError(stream StreamID, recvSeq MsgSeq, st Status) {
+	c.errHist[c.errNext] = errorRecord{stream: stream, recvSeq: recvSeq, status: st, valid: true}
+	c.errNext = (c.errNext + 1) % errorHistoryLen
+}
+
+func (c *Conn) lookupError(stream StreamID, recvSeq MsgSeq) (Status, bool) {
+	for i := range c.errHist {
+		e := &c.errHist[i]
+		if e.valid && e.stream == stream && e.recvSeq == recvSeq {
+			return e.status, true
+		}
+	}
+	return 0, false
+}
+
+// queueCtrl queues an unsequenced packet.
+func (c *Conn) queueCtrl(p ctrlPkt) {
+	if c.ctrl.len() < maxCtrlQueue {
+		c.ctrl.push(p)
+	}
+}
+
+// queueAck schedules an ACK for path i.
+func (c *Conn) queueAck(now Time, i PathID, immediate bool) {
+	r := &c.rx[i]
+	if immediate || r.unacked >= c.ep.cfg.AckEvery {
+		r.ackNow = true
+	} else if r.ackDue == Never {
+		r.ackDue = now.Add(c.ep.cfg.AckDelay)
+	}
+	if !r.queued {
+		r.queued = true
+		c.ackList.push(i)
+	}
+}
+
+// computeDeadline returns the earliest time the connection needs OnTimer.
+// Work that NextPacket can do at once (a due ACK, a stream whose back-off
+// ended) is not a deadline: the connection is marked ready instead.
+func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
+	d = Never
+	at := func(t Time) {
+		if t < d {
+			d = t
+		}
+	}
+	cfg := &c.ep.cfg
+	switch c.state {
+	case connConnecting, connClosing:
+		at(c.retryAt)
+		return d, c.ctrl.len() > 0
+	case connEstablished:
+	default:
+		return Never, false
+	}
+	ready = c.ctrl.len() > 0 || c.resend.len() > 0 || c.moved.len() > 0 || c.jobs.len() > 0
+	for i := 0; i < c.ackList.len(); i++ {
+		r := &c.rx[*c.ackList.at(i)]
+		if r.ackNow || r.ackDue <= now {
+			ready = true
+		} else {
+			at(r.ackDue)
+		}
+	}
+	for i := range c.tx {
+		p := &c.tx[i]
+		if p.inUse > 0 {
+			at(p.lastProgress.Add(p.rto(cfg)))
+		} else if p.failed {
+			at(p.reprobeAt)
+		}
+	}
+	for i := 0; i < c.active.len(); i++ {
+		q := *c.active.at(i)
+		if q.blockedUntil > now {
+			at(q.blockedUntil)
+		} else {
+			ready = true
+		}
+	}
+	ka := c.lastRx
+	if c.lastKeepalive > ka {
+		ka = c.lastKeepalive
+	}
+	at(ka.Add(cfg.KeepaliveInterval))
+	at(c.lastRx.Add(cfg.PeerDeadTimeout))
+	return d, ready
+}
+
+// onTimer runs the connection's timers.
+func (c *Conn) onTimer(now Time) {
+	cfg := &c.ep.cfg
+	switch c.state {
+	case connConnecting, connClosing:
+		if now < c.retryAt {
+			return
+		}
+		c.tries++
+		if c.tries > cfg.ConnectRetries {
+			if c.state == connClosing {
+				c.finish(connClosed)
+			} else {
+				c.fail(StatusRetryExceeded)
+			}
+			return
+		}
+		if c.state == connConnecting {
+			c.queueCtrl(ctrlPkt{op: OpConnect})
+		} else {
+			c.queueCtrl(ctrlPkt{op: OpClose})
+		}
+		c.retryAt = now.Add(cfg.ConnectRetry)
+		return
+	case connEstablished:
+	default:
+		return
+	}
+	if now.Sub(c.lastRx) >= cfg.PeerDeadTimeout {
+		c.fail(StatusRetryExceeded)
+		return
+	}
+	if now.Sub(c.lastRx) >= cfg.KeepaliveInterval && now.Sub(c.lastKeepalive) >= cfg.KeepaliveInterval {
+		c.lastKeepalive = now
+		c.queueCtrl(ctrlPkt{op: OpKeepalive})
+	}
+	for i := range c.tx {
+		p := &c.tx[i]
+		if p.inUse > 0 && now >= p.lastProgress.Add(p.rto(cfg)) {
+			c.onPathTimeout(now, p)
+		} else if p.failed && p.inUse == 0 && now >= p.reprobeAt {
+			c.sendNop(now, p, true)
+		}
+	}
+}
+
+// healthyPaths counts paths not judged failed.
+func (c *Conn) healthyPaths() int {
+	n := 0
+	for i := range c.tx {
+		if !c.tx[i].failed {
+			n++
+		}
+	}
+	return n
+}
+
+// onPathTimeout handles a path whose packets went unacknowledged for an
+// RTO: probe first (a sequenced NOP whose ACK exposes the exact gaps), and
+// after PathFailAfter timeouts in a row move its packets to other paths.
+func (c *Conn) onPathTimeout(now Time, p *txPath) {
+	cfg := &c.ep.cfg
+	p.timeouts++
+	p.lastProgress = now
+	if p.failed || (p.timeouts >= cfg.PathFailAfter && c.healthyPaths() > 1) {
+		c.failPath(now, p)
+		return
+	}
+	span := int(p.una.Distance(p.next))
+	if span < SackBits && span < len(p.slots)-1 {
+		c.sendNop(now, p, false)
+		return
+	}
+	// No room for a probe: resend the oldest packet, asking for an ACK.
+	s := p.slot(p.una)
+	if s.kind != slotFree && !s.pending {
+		s.pending = true
+		p.c.RetransmitTimeout++
+		c.resend.push(resendRef{path: p.id, gen: p.gen, psn: p.una})
+	}
+}
+
+// failPath judges p failed: its outstanding packets move to healthy paths
+// at once, its sequence space restarts under a new generation, and it is
+// probed again after a back-off that doubles each time.
+func (c *Conn) failPath(now Time, p *txPath) {
+	cfg := &c.ep.cfg
+	for psn := p.una; psn.Less(p.next); psn++ {
+		s := p.slot(psn)
+		switch s.kind {
+		case slotData:
+			m := s.msg
+			if s.nop || s.attempt != m.attempt || m.status != StatusSuccess || m.finished {
+				m.outstanding--
+				c.checkFailed(m)
+				c.releaseMsg(m)
+				continue
+			}
+			c.moved.push(movedPkt{kind: slotData, msg: m, attempt: s.attempt, offset: s.offset, length: s.length})
+			p.c.MovedAway++
+		case slotReadResp:
+			c.moved.push(movedPkt{kind: slotReadResp, job: s.job, offset: s.offset, length: s.length})
+			p.c.MovedAway++
+		}
+	}
+	if !p.failed {
+		p.c.Failures++
+		c.c.PathFailures++
+		p.reprobeWait = cfg.PathReprobe
+	} else if p.reprobeWait < 4*cfg.MaxRTO {
+		p.reprobeWait *= 2
+	}
+	p.restart()
+	p.failed = true
+	p.reprobeAt = now.Add(p.reprobeWait)
+}
+
+// sendNop puts a sequenced NOP on p: a tail probe (reprobe=false) or the
+// probe of a failed path (reprobe=true). The NOP occupies a PSN, so its ACK
+// reveals every gap below it.
+func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
+	psn := p.next
+	s := p.slot(psn)
+	*s = txSlot{kind: slotNop}
+	p.next++
+	p.inUse++
+	p.c.Probes++
+	if reprobe {
+		p.lastProgress = now
+	}
+	// Built and sent through the resend queue like any sequenced packet.
+	s.pending = true
+	c.resend.push(resendRef{path: p.id, gen: p.gen, psn: psn})
+}
+
+// checkFailed finishes a message that failed once nothing refers to it.
+func (c *Conn) checkFailed(m *txMsg) {
+	if !m.finished && m.status != StatusSuccess && m.outstanding == 0 {
+		m.finished = true
+		m.qp.completeSends()
+	}
+}
+
+// failMsg records a message's failure; it finishes once its outstanding
+// packets are settled.
+func (c *Conn) failMsg(m *txMsg, st Status) {
+	if m.finished || m.status != StatusSuccess {
+		return
+	}
+	m.status = st
+	m.segDone = true
+	c.checkFailed(m)
+}
+
+// checkDone finishes a message that has fully succeeded.
+func (c *Conn) checkDone(m *txMsg) {
+	if m.finished || m.status != StatusSuccess {
+		return
+	}
+	if m.op == OpReadReq {
+		if m.ackedChunks < 1 || !m.placed.full() {
+			return
+		}
+	} else if !m.segDone || m.ackedChunks < m.nChunks {
+		return
+	}
+	m.finished = true
+	m.qp.completeSends()
+}

@@ -1,0 +1,485 @@
+package metaroce
+
+import "math/bits"
+
+// RxMeta describes how a packet arrived.
+type RxMeta struct {
+	Peer  PeerHandle // the backend's name for the sender
+	Plane PlaneID    // port / plane it arrived on
+	CE    bool       // the IP header carried ECN Congestion Experienced
+}
+
+// verdict is what the receiver did with a sequenced packet.
+type verdict uint8
+
+const (
+	accepted verdict = iota // placed (or harmless duplicate of finished work): acknowledge
+	refused                 // a NAK is queued; the PSN stays unacknowledged
+	dropped                 // malformed: neither acknowledged nor answered
+)
+
+// receive handles a packet whose CRC and header checked out and whose
+// dst_conn named c. body is everything after the header, without the CRC.
+func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
+	if h.Opcode == OpReset {
+		if rx.Peer == c.peer && c.state < connClosed {
+			c.fail(StatusRetryExceeded)
+		}
+		return
+	}
+	switch c.state {
+	case connConnecting:
+		if h.Opcode == OpAccept {
+			c.onAccept(now, h, body)
+		}
+		return
+	case connEstablished, connClosing:
+	default:
+		return
+	}
+	if h.SrcConn != c.remote || h.Incarnation != c.peerInc {
+		c.c.StalePackets++
+		return
+	}
+	c.lastRx = now
+	c.c.RxPackets++
+	c.c.RxBytes += uint64(HeaderLen + len(body) + CRCLen)
+	if c.state == connClosing {
+		if h.Opcode == OpCloseAck || h.Opcode == OpClose {
+			if h.Opcode == OpClose {
+				c.ep.reply(c.peer, OpCloseAck, c.remote, c.local)
+			}
+			c.finish(connClosed)
+		}
+		return
+	}
+	switch h.Opcode {
+	case OpAck:
+		c.onAck(now, body)
+	case OpNak:
+		c.onNak(now, body)
+	case OpKeepalive:
+		c.queueCtrl(ctrlPkt{op: OpAck})
+	case OpClose:
+		c.ep.reply(c.peer, OpCloseAck, c.remote, c.local)
+		c.abort(StatusFlushed, StatusFlushed)
+		c.finish(connClosed)
+	case OpAccept, OpCloseAck:
+		// A duplicate ACCEPT, or a CLOSE_ACK we did not ask for.
+	default:
+		if h.Opcode.Sequenced() {
+			c.onSequenced(now, h, body, rx)
+		}
+	}
+}
+
+// onAccept completes an outgoing connection.
+func (c *Conn) onAccept(now Time, h *Header, body []byte) {
+	var b ConnectBody
+	if err := b.Decode(body); err != nil || h.SrcConn == 0 {
+		c.c.Malformed++
+		return
+	}
+	if int(b.Paths) > c.ep.cfg.Paths || int(b.MTU) > c.ep.cfg.MTU || int(b.Planes) > c.ep.cfg.Planes {
+		// ACCEPT may only lower what we proposed.
+		c.c.Malformed++
+		return
+	}
+	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
+	c.ep.peerSeen(c)
+	c.establish(now, &b)
+}
+
+func (c *Conn) onAck(now Time, body []byte) {
+	n, err := DecodeAckPrefix(body)
+	if err != nil {
+		c.c.Malformed++
+		return
+	}
+	c.c.AcksReceived++
+	var b AckBlock
+	for i := 0; i < n; i++ {
+		_ = b.Decode(body[AckPrefixLen+i*AckBlockLen:])
+		c.onAckBlock(now, &b)
+	}
+}
+
+// onAckBlock retires what one path's ACK block acknowledges and resends,
+// at once and on the same path, every packet that a later-sent packet
+// overtook: within one path the fabric keeps order, so that packet is lost.
+func (c *Conn) onAckBlock(now Time, b *AckBlock) {
+	if int(b.Path) >= len(c.tx) {
+		c.c.Malformed++
+		return
+	}
+	p := &c.tx[b.Path]
+	if b.PathGen != p.gen {
+		p.c.StaleGeneration++
+		return
+	}
+	if p.next.Less(b.Cum) {
+		c.c.Malformed++ // acknowledges PSNs never sent
+		return
+	}
+	c.c.AckBlocksReceived++
+	var newest uint64
+	progress := false
+	retire := func(psn PSN) {
+		s := p.slot(psn)
+		if s.kind == slotFree || s.txSeq == 0 {
+			return
+		}
+		if s.txSeq > newest {
+			newest = s.txSeq
+		}
+		c.retire(p, s)
+		progress = true
+	}
+	for psn := p.una; psn.Less(b.Cum); psn++ {
+		retire(psn)
+	}
+	for w := 0; w < sackWords; w++ {
+		for v := b.Sack[w]; v != 0; v &= v - 1 {
+			psn := b.Cum + 1 + PSN(w*64+bits.TrailingZeros64(v))
+			if !psn.Less(p.next) {
+				break
+			}
+			if !psn.Less(p.una) {
+				retire(psn)
+			}
+		}
+	}
+	for p.una.Less(p.next) && p.slot(p.una).kind == slotFree {
+		p.una++
+	}
+	if d := b.ECNCount - p.ecnSeen; d > 0 && d < 1<<31 {
+		p.c.ECNEchoes += uint64(d)
+		c.c.ECNEchoes += uint64(d)
+		p.ecnSeen = b.ECNCount
+	}
+	p.rateHint = b.RateHint
+	if !progress {
+		return
+	}
+	if b.TSEcho > 0 && b.TSEcho <= now {
+		p.sampleRTT(now.Sub(b.TSEcho))
+	}
+	p.lastProgress = now
+	p.timeouts = 0
+	p.failed = false
+	if newest > p.ackedTx {
+		p.ackedTx = newest
+	}
+	for psn := p.una; psn.Less(p.next); psn++ {
+		s := p.slot(psn)
+		if s.kind != slotFree && !s.pending && s.txSeq != 0 && s.txSeq < p.ackedTx {
+			s.pending = true
+			p.c.SackGaps++
+			p.c.RetransmitSACK++
+			c.c.SackGaps++
+			c.resend.push(resendRef{path: p.id, gen: p.gen, psn: psn})
+		}
+	}
+}
+
+// retire settles an acknowledged slot.
+func (c *Conn) retire(p *txPath, s *txSlot) {
+	switch s.kind {
+	case slotData:
+		m := s.msg
+		m.outstanding--
+		if !s.nop && s.attempt == m.attempt && m.status == StatusSuccess && !m.finished {
+			m.ackedChunks++
+			c.checkDone(m)
+		} else {
+			c.checkFailed(m)
+		}
+		c.releaseMsg(m)
+	case slotReadResp:
+		j := s.job
+		j.outstanding--
+		j.ackedChunks++
+		c.maybeReleaseJob(j)
+	}
+	*s = txSlot{}
+	p.inUse--
+}
+
+// onNak acts on a refused packet: the message fails, or (receiver not
+// ready) restarts after a back-off. Either way the refused PSN is filled
+// with a NOP so the path's sequence moves on.
+func (c *Conn) onNak(now Time, body []byte) {
+	var n NakBody
+	if err := n.Decode(body); err != nil || int(n.Path) >= len(c.tx) {
+		c.c.Malformed++
+		return
+	}
+	c.c.NaksReceived++
+	p := &c.tx[n.Path]
+	if n.PathGen != p.gen || n.PSN.Less(p.una) || !n.PSN.Less(p.next) {
+		return
+	}
+	s := p.slot(n.PSN)
+	if s.kind != slotData || s.txSeq == 0 {
+		return
+	}
+	m := s.msg
+	if m.qp.id != n.Stream || m.seq != n.MsgSeq {
+		c.c.Malformed++
+		return
+	}
+	if !s.nop && s.attempt == m.attempt && !m.finished && m.status == StatusSuccess {
+		if n.Status == StatusReceiverNotReady {
+			c.restartAfterRNR(now, m, n.RNRWait)
+		} else {
+			c.failMsg(m, n.Status)
+		}
+	}
+	s.nop = true
+	if !s.pending {
+		s.pending = true
+		c.resend.push(resendRef{path: p.id, gen: p.gen, psn: n.PSN})
+	}
+}
+
+// restartAfterRNR sends message m again from its start after a back-off,
+// or fails it when the retries are used up.
+func (c *Conn) restartAfterRNR(now Time, m *txMsg, hint uint32) {
+	cfg := &c.ep.cfg
+	m.rnrTries++
+	if m.rnrTries > cfg.RNRRetries {
+		c.failMsg(m, StatusRNRRetryExceeded)
+		return
+	}
+	c.c.RNRRetries++
+	m.attempt++
+	m.segOff, m.segDone, m.ackedChunks = 0, false, 0
+	wait := cfg.RNRBackoff << (m.rnrTries - 1)
+	if h := Time(hint); h > Time(wait) {
+		wait = h.Sub(0)
+	}
+	q := m.qp
+	q.blockedUntil = now.Add(wait)
+	idx := int(m.seq - q.sqBase)
+	if idx < q.segIdx {
+		q.segIdx = idx
+	}
+	c.activate(q)
+}
+
+// onSequenced runs a sequenced packet through its path's scoreboard and,
+// if it is new, places it.
+func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
+	if int(h.Path) >= len(c.rx) {
+		c.c.Malformed++
+		return
+	}
+	r := &c.rx[h.Path]
+	if h.PathGen != r.gen {
+		if int16(h.PathGen-r.gen) < 0 {
+			r.c.StaleGeneration++
+			return
+		}
+		// The sender restarted this path's sequence space (failure or a
+		// new entropy): not a loss, just a new space from PSN 0.
+		r.gen = h.PathGen
+		r.sb.reset()
+		r.unacked = 0
+	}
+	switch r.sb.classify(h.PSN) {
+	case psnBeyond:
+		r.c.OutOfWindowReceived++
+		return
+	case psnDuplicate:
+		r.c.DuplicatesReceived++
+		c.c.Duplicates++
+		c.queueAck(now, h.Path, true)
+		return
+	}
+	v := accepted
+	if h.Opcode != OpNop {
+		v = c.place(now, h, body)
+	}
+	switch v {
+	case dropped:
+		c.c.Malformed++
+		return
+	case refused:
+		return
+	}
+	r.sb.mark(h.PSN)
+	r.c.RxPackets++
+	r.c.RxBytes += uint64(len(body))
+	if rx.CE {
+		r.ecn++
+		r.c.CEReceived++
+	}
+	r.tsEcho = h.Timestamp
+	r.unacked++
+	c.queueAck(now, h.Path, h.Flags&FlagAckReq != 0)
+}
+
+// nak queues a refusal of the packet h.
+func (c *Conn) nak(h *Header, m *MsgHeader, st Status) verdict {
+	switch st {
+	case StatusRemoteAccessError:
+		c.c.AccessViolations++
+	case StatusLocalLengthError:
+		c.c.LengthErrors++
+	case StatusReceiverNotReady:
+		c.c.RNRNaksSent++
+	}
+	c.queueCtrl(ctrlPkt{op: OpNak, nak: NakBody{Path: h.Path, PathGen: h.PathGen, PSN: h.PSN,
+		Stream: m.Stream, Status: st, MsgSeq: m.MsgSeq}})
+	return refused
+}
+
+// place validates a message packet against the receiver's state and, only
+// if every check passes, copies its payload to its final address.
+func (c *Conn) place(now Time, h *Header, body []byte) verdict {
+	var m MsgHeader
+	if err := m.Decode(body); err != nil {
+		return dropped
+	}
+	payload := body[MsgHeaderLen:]
+	if len(payload) != int(m.PayloadLen) || (h.Opcode == OpReadReq && len(payload) != 0) {
+		return dropped
+	}
+	q := c.qps[m.Stream]
+	if h.Opcode == OpReadResp {
+		return c.placeReadResp(q, &m, payload)
+	}
+	if q == nil {
+		// The peer has not opened this stream yet: retry later.
+		return c.nak(h, &m, StatusReceiverNotReady)
+	}
+	chunk := 0
+	if h.Opcode != OpReadReq {
+		var ok bool
+		if chunk, ok = chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu); !ok {
+			return c.nak(h, &m, StatusRemoteInvalidReq)
+		}
+	}
+	switch h.Opcode {
+	case OpWrite, OpWriteImm:
+		start := m.RemoteAddr - uint64(m.Offset)
+		if start > m.RemoteAddr {
+			return c.nak(h, &m, StatusRemoteAccessError)
+		}
+		mr := c.ep.regions.checkRemote(q.pd, m.RKey, start, uint64(m.MsgLen), AccessRemoteWrite)
+		if mr == nil {
+			return c.nak(h, &m, StatusRemoteAccessError)
+		}
+		var slot *recvSlot
+		if h.Opcode == OpWriteImm {
+			var v verdict
+			if slot, v = c.recvTarget(h, &m, q, WCRecvWriteImm); slot == nil {
+				return v
+			}
+		}
+		dst, _ := mr.span(m.RemoteAddr, uint64(len(payload)))
+		copy(dst, payload)
+		c.c.PayloadPlaced += uint64(len(payload))
+		if slot != nil {
+			c.recvChunk(q, slot, chunk)
+		}
+	case OpSend, OpSendImm:
+		slot, v := c.recvTarget(h, &m, q, WCRecv)
+		if slot == nil {
+			return v
+		}
+		copy(slot.buf[m.Offset:], payload)
+		c.c.PayloadPlaced += uint64(len(payload))
+		c.recvChunk(q, slot, chunk)
+	case OpReadReq:
+		mr := c.ep.regions.checkRemote(q.pd, m.RKey, m.RemoteAddr, uint64(m.MsgLen), AccessRemoteRead)
+		if mr == nil {
+			return c.nak(h, &m, StatusRemoteAccessError)
+		}
+		src, _ := mr.span(m.RemoteAddr, uint64(m.MsgLen))
+		j := c.newJob()
+		*j = readJob{stream: m.Stream, seq: m.MsgSeq, mr: mr, src: src, nChunks: chunksFor(m.MsgLen, c.mtu)}
+		mr.refs++
+		c.jobs.push(j)
+	default:
+		return dropped
+	}
+	return accepted
+}
+
+// recvTarget finds the posted receive a receive-consuming packet lands in.
+// It returns nil with the verdict when the packet must not be placed.
+func (c *Conn) recvTarget(h *Header, m *MsgHeader, q *QueuePair, op WCOpcode) (*recvSlot, verdict) {
+	d := int32(m.RecvSeq - q.rqBase)
+	if d < 0 {
+		// The receive was completed: a late copy. Repeat its error, or
+		// acknowledge it without placing anything.
+		if st, ok := c.lookupError(m.Stream, m.RecvSeq); ok {
+			return nil, c.nak(h, m, st)
+		}
+		return nil, accepted
+	}
+	if int(d) >= q.rq.len() {
+		return nil, c.nak(h, m, StatusReceiverNotReady)
+	}
+	s := q.rq.at(int(d))
+	if s.done {
+		if s.status != StatusSuccess {
+			return nil, c.nak(h, m, s.status)
+		}
+		return nil, accepted
+	}
+	if !s.started {
+		if op == WCRecv && m.MsgLen > uint32(len(s.buf)) {
+			s.started, s.done, s.status, s.opcode = true, true, StatusLocalLengthError, op
+			q.completeRecvs()
+			return nil, c.nak(h, m, StatusLocalLengthError)
+		}
+		s.started, s.msgLen, s.opcode = true, m.MsgLen, op
+		s.hasImm = h.Opcode == OpSendImm || h.Opcode == OpWriteImm
+		s.imm = m.Imm
+		s.placed.reset(chunksFor(m.MsgLen, c.mtu))
+	} else if s.msgLen != m.MsgLen || s.opcode != op {
+		return nil, c.nak(h, m, StatusRemoteInvalidReq)
+	}
+	return s, accepted
+}
+
+// recvChunk counts a placed chunk of a receive and completes it when whole.
+func (c *Conn) recvChunk(q *QueuePair, s *recvSlot, chunk int) {
+	if s.placed.add(chunk) && s.placed.full() {
+		s.done, s.status = true, StatusSuccess
+		q.completeRecvs()
+	}
+}
+
+// placeReadResp lands a READ response chunk in the requester's buffer.
+func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict {
+	if q == nil {
+		return dropped
+	}
+	idx := int32(m.MsgSeq - q.sqBase)
+	if idx < 0 || int(idx) >= q.sq.len() {
+		return accepted // a late copy of a finished READ
+	}
+	msg := *q.sq.at(int(idx))
+	if msg.op != OpReadReq {
+		return dropped
+	}
+	if msg.finished || msg.status != StatusSuccess {
+		return accepted
+	}
+	if m.MsgLen != msg.length {
+		return dropped
+	}
+	chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
+	if !ok {
+		return dropped
+	}
+	if msg.placed.add(chunk) {
+		copy(msg.local[m.Offset:], payload)
+		c.c.PayloadPlaced += uint64(len(payload))
+		c.checkDone(msg)
+	}
+	return accepted
+}

@@ -1,0 +1,327 @@
+package metaroce
+
+// TxMeta describes a packet NextPacket produced: where the backend sends it.
+type TxMeta struct {
+	Len     int        // bytes written to the caller's buffer
+	Peer    PeerHandle // destination endpoint
+	Path    PathID
+	Entropy Entropy // UDP source port to use
+	Plane   PlaneID // NIC port / fabric plane to send on
+}
+
+// produce writes the connection's next packet into buf, if it has one:
+// control packets first, then ACKs, resends, packets moved off failed paths
+// and finally new data.
+func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
+	if c.ctrl.len() > 0 {
+		return c.buildCtrl(now, buf, c.ctrl.pop())
+	}
+	if c.state != connEstablished {
+		return TxMeta{}, false
+	}
+	if c.ackList.len() > 0 && c.ackDueNow(now) {
+		return c.buildAck(now, buf)
+	}
+	for c.resend.len() > 0 {
+		r := c.resend.pop()
+		if meta, ok := c.buildResend(now, buf, r); ok {
+			return meta, true
+		}
+	}
+	for c.moved.len() > 0 {
+		pi := c.picker.pick(c.tx)
+		if pi < 0 {
+			break
+		}
+		mp := c.moved.pop()
+		if meta, ok := c.buildMoved(now, buf, &c.tx[pi], mp); ok {
+			return meta, true
+		}
+	}
+	return c.buildNew(now, buf)
+}
+
+// ackDueNow reports whether some path's ACK must go out now.
+func (c *Conn) ackDueNow(now Time) bool {
+	for i := 0; i < c.ackList.len(); i++ {
+		r := &c.rx[*c.ackList.at(i)]
+		if r.ackNow || r.ackDue <= now {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conn) header(op Opcode, path PathID, now Time) Header {
+	h := Header{Opcode: op, DstConn: c.remote, SrcConn: c.local,
+		Incarnation: c.ep.cfg.Incarnation, Path: path, Timestamp: now}
+	if int(path) < len(c.tx) {
+		h.PathGen = c.tx[path].gen
+	}
+	return h
+}
+
+func (c *Conn) meta(n int, path PathID) TxMeta {
+	m := TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + Entropy(path)}
+	if int(path) < len(c.tx) {
+		m.Entropy, m.Plane = c.tx[path].entropy, c.tx[path].plane
+	}
+	c.c.TxPackets++
+	c.c.TxBytes += uint64(n)
+	return m
+}
+
+func (c *Conn) buildCtrl(now Time, buf []byte, p ctrlPkt) (TxMeta, bool) {
+	h := c.header(p.op, 0, now)
+	n := HeaderLen
+	switch p.op {
+	case OpConnect, OpAccept:
+		if p.op == OpConnect {
+			h.DstConn = 0
+		}
+		cfg := &c.ep.cfg
+		b := ConnectBody{Node: cfg.Node, Paths: uint16(cfg.Paths), MTU: uint16(cfg.MTU),
+			Streams: uint16(min(cfg.Streams, 65535)), Planes: uint8(cfg.Planes)}
+		if p.op == OpAccept {
+			b.Paths, b.MTU, b.Streams, b.Planes = uint16(c.paths), uint16(c.mtu), uint16(c.streams), uint8(c.planes)
+		}
+		b.Put(buf[n:])
+		n += ConnectLen
+	case OpAck:
+		// An ACK without blocks: the answer to a keepalive.
+		PutAckPrefix(buf[n:], 0)
+		n += AckPrefixLen
+	case OpNak:
+		h.Path = p.nak.Path
+		if int(h.Path) < len(c.tx) {
+			h.PathGen = c.tx[h.Path].gen
+		}
+		p.nak.Put(buf[n:])
+		n += NakLen
+		c.c.NaksSent++
+	}
+	h.Put(buf)
+	n = SealCRC(buf, n)
+	return c.meta(n, h.Path), true
+}
+
+// buildAck writes one ACK carrying a block for every path with an
+// acknowledgement pending (as many as fit).
+func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
+	first := *c.ackList.front()
+	h := c.header(OpAck, first, now)
+	h.Put(buf)
+	maxBlocks := min(MaxAckBlocks, (c.ep.MaxPacketLen()-HeaderLen-AckPrefixLen-CRCLen)/AckBlockLen)
+	n := HeaderLen + AckPrefixLen
+	count := 0
+	for c.ackList.len() > 0 && count < maxBlocks {
+		i := c.ackList.pop()
+		r := &c.rx[i]
+		b := AckBlock{Path: i, PathGen: r.gen, Cum: r.sb.cum, Sack: r.sb.sack,
+			ECNCount: r.ecn, TSEcho: r.tsEcho}
+		b.Put(buf[n:])
+		n += AckBlockLen
+		count++
+		r.unacked, r.ackNow, r.ackDue, r.queued = 0, false, Never, false
+	}
+	PutAckPrefix(buf[HeaderLen:], count)
+	n = SealCRC(buf, n)
+	c.c.AcksSent++
+	return c.meta(n, first), true
+}
+
+// occupy assigns the next PSN of p to a new slot and returns both.
+func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
+	psn := p.next
+	p.next++
+	if p.inUse == 0 {
+		p.lastProgress = now
+	}
+	p.inUse++
+	return psn, p.slot(psn)
+}
+
+// transmit stamps a slot's (re)transmission.
+func (c *Conn) transmit(now Time, p *txPath, s *txSlot) {
+	p.txSeq++
+	s.txSeq = p.txSeq
+	s.sentAt = now
+	s.pending = false
+	p.c.TxPackets++
+	p.c.TxBytes += uint64(s.length)
+}
+
+// writeSequenced builds the packet a slot stands for: its data if the
+// message is still wanted, otherwise a NOP that fills the PSN.
+func (c *Conn) writeSequenced(now Time, buf []byte, p *txPath, psn PSN, s *txSlot, retransmit bool) int {
+	var h Header
+	var mh MsgHeader
+	var payload []byte
+	asNop := s.kind == slotNop || s.nop
+	if s.kind == slotData && !asNop && (s.attempt != s.msg.attempt || s.msg.status != StatusSuccess || s.msg.finished) {
+		asNop = true
+	}
+	switch {
+	case asNop:
+		h = c.header(OpNop, p.id, now)
+		h.Flags |= FlagAckReq
+	case s.kind == slotData:
+		m := s.msg
+		h = c.header(m.op, p.id, now)
+		mh = MsgHeader{Stream: m.qp.id, MsgSeq: m.seq, RecvSeq: m.recvSeq, Offset: s.offset,
+			MsgLen: m.length, RKey: m.rkey, Imm: m.imm}
+		switch m.op {
+		case OpReadReq:
+			mh.Offset, mh.RemoteAddr = 0, m.remoteAddr
+		case OpWrite, OpWriteImm:
+			mh.RemoteAddr = m.remoteAddr + uint64(s.offset)
+			payload = m.local[s.offset : s.offset+s.length]
+		default:
+			payload = m.local[s.offset : s.offset+s.length]
+		}
+		if s.offset+s.length == m.length || m.op == OpReadReq {
+			h.Flags |= FlagAckReq
+		}
+	case s.kind == slotReadResp:
+		j := s.job
+		h = c.header(OpReadResp, p.id, now)
+		mh = MsgHeader{Stream: j.stream, MsgSeq: j.seq, Offset: s.offset, MsgLen: uint32(len(j.src))}
+		payload = j.src[s.offset : s.offset+s.length]
+		if s.offset+s.length == uint32(len(j.src)) {
+			h.Flags |= FlagAckReq
+		}
+	}
+	h.PSN = psn
+	if retransmit {
+		h.Flags |= FlagRetransmit
+	}
+	h.Put(buf)
+	n := HeaderLen
+	if h.Opcode != OpNop {
+		mh.PayloadLen = uint16(len(payload))
+		mh.Put(buf[n:])
+		n += MsgHeaderLen
+		n += copy(buf[n:], payload)
+		if h.Opcode.CarriesPayload() {
+			if retransmit {
+				c.c.DataResent++
+			} else {
+				c.c.DataPacketsSent++
+			}
+		}
+	}
+	return SealCRC(buf, n)
+}
+
+func (c *Conn) buildResend(now Time, buf []byte, r resendRef) (TxMeta, bool) {
+	p := &c.tx[r.path]
+	if p.gen != r.gen || !r.psn.Less(p.next) || r.psn.Less(p.una) {
+		return TxMeta{}, false
+	}
+	s := p.slot(r.psn)
+	if s.kind == slotFree || !s.pending {
+		return TxMeta{}, false
+	}
+	retransmit := s.txSeq != 0 // a fresh probe NOP is a first transmission
+	n := c.writeSequenced(now, buf, p, r.psn, s, retransmit)
+	c.transmit(now, p, s)
+	if retransmit {
+		c.c.Retransmits++
+	}
+	return c.meta(n, p.id), true
+}
+
+func (c *Conn) buildMoved(now Time, buf []byte, p *txPath, mp movedPkt) (TxMeta, bool) {
+	if mp.kind == slotData && (mp.attempt != mp.msg.attempt || mp.msg.status != StatusSuccess || mp.msg.finished) {
+		mp.msg.outstanding--
+		c.checkFailed(mp.msg)
+		c.releaseMsg(mp.msg)
+		return TxMeta{}, false
+	}
+	psn, s := c.occupy(now, p)
+	*s = txSlot{kind: mp.kind, msg: mp.msg, job: mp.job, attempt: mp.attempt, offset: mp.offset, length: mp.length}
+	n := c.writeSequenced(now, buf, p, psn, s, true)
+	c.transmit(now, p, s)
+	c.c.Retransmits++
+	return c.meta(n, p.id), true
+}
+
+// buildNew sends the next chunk of new data: READ responses and streams
+// take turns, streams in round robin.
+func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
+	if c.jobs.len() == 0 && c.active.len() == 0 {
+		return TxMeta{}, false
+	}
+	pi := c.picker.pick(c.tx)
+	if pi < 0 {
+		return TxMeta{}, false
+	}
+	p := &c.tx[pi]
+	c.jobRR = !c.jobRR
+	if c.jobRR && c.jobs.len() > 0 {
+		return c.buildJobChunk(now, buf, p)
+	}
+	for tries := c.active.len(); tries > 0; tries-- {
+		q := c.active.pop()
+		m := q.nextToSegment()
+		if m == nil {
+			q.active = false
+			continue
+		}
+		if q.blockedUntil > now {
+			c.active.push(q)
+			continue
+		}
+		c.active.push(q)
+		return c.buildMsgChunk(now, buf, p, m)
+	}
+	if c.jobs.len() > 0 {
+		return c.buildJobChunk(now, buf, p)
+	}
+	return TxMeta{}, false
+}
+
+// nextToSegment returns the first message of q with packets left to build.
+func (q *QueuePair) nextToSegment() *txMsg {
+	for q.segIdx < q.sq.len() {
+		m := *q.sq.at(q.segIdx)
+		if !m.segDone {
+			return m
+		}
+		q.segIdx++
+	}
+	return nil
+}
+
+func (c *Conn) buildMsgChunk(now Time, buf []byte, p *txPath, m *txMsg) (TxMeta, bool) {
+	psn, s := c.occupy(now, p)
+	length := uint32(0)
+	if m.op != OpReadReq {
+		length = min(m.length-m.segOff, uint32(c.mtu))
+	}
+	*s = txSlot{kind: slotData, msg: m, attempt: m.attempt, offset: m.segOff, length: length}
+	m.outstanding++
+	m.segOff += length
+	if m.op == OpReadReq || m.segOff >= m.length {
+		m.segDone = true
+	}
+	n := c.writeSequenced(now, buf, p, psn, s, false)
+	c.transmit(now, p, s)
+	return c.meta(n, p.id), true
+}
+
+func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
+	j := *c.jobs.front()
+	psn, s := c.occupy(now, p)
+	length := min(uint32(len(j.src))-j.segOff, uint32(c.mtu))
+	*s = txSlot{kind: slotReadResp, job: j, offset: j.segOff, length: length}
+	j.outstanding++
+	j.segOff += length
+	if j.segOff >= uint32(len(j.src)) {
+		j.segDone = true
+		c.jobs.pop()
+	}
+	n := c.writeSequenced(now, buf, p, psn, s, false)
+	c.transmit(now, p, s)
+	return c.meta(n, p.id), true
+}

@@ -1,0 +1,64 @@
+package metaroce
+
+// PathCounters count one path's traffic. They are plain fields: only the
+// endpoint's owner goroutine writes them, and it may read them at any time
+// without locks (other goroutines need a copy handed over by the owner).
+type PathCounters struct {
+	TxPackets           uint64 // sequenced packets sent, first transmissions and resends
+	TxBytes             uint64 // payload bytes sent
+	RxPackets           uint64 // sequenced packets accepted (not duplicates)
+	RxBytes             uint64 // payload bytes placed
+	RetransmitSACK      uint64 // packets resent because a SACK showed a gap
+	RetransmitTimeout   uint64 // packets resent by the tail-loss timer
+	Probes              uint64 // NOP tail probes sent
+	SackGaps            uint64 // missing PSNs detected from SACK bitmaps
+	ECNEchoes           uint64 // CE marks the peer echoed for this path
+	CEReceived          uint64 // CE-marked packets received on this path
+	Failures            uint64 // times the path was judged failed
+	MovedAway           uint64 // packets moved to other paths after a failure
+	DuplicatesReceived  uint64 // sequenced packets received twice
+	OutOfWindowReceived uint64 // sequenced packets too far ahead to track
+	StaleGeneration     uint64 // packets of an old path generation
+}
+
+// ConnCounters count one connection's traffic and errors.
+type ConnCounters struct {
+	TxPackets         uint64 // every packet sent, control included
+	TxBytes           uint64 // every byte sent (whole packets)
+	RxPackets         uint64 // every valid packet received
+	RxBytes           uint64
+	DataPacketsSent   uint64 // data-carrying packets (WRITE*, SEND*, READ_RESP), first sends
+	DataResent        uint64 // data-carrying packets resent (any cause)
+	PayloadPlaced     uint64 // payload bytes placed in memory
+	AcksSent          uint64
+	AcksReceived      uint64
+	AckBlocksReceived uint64
+	NaksSent          uint64
+	NaksReceived      uint64
+	RNRNaksSent       uint64
+	RNRRetries        uint64
+	Retransmits       uint64 // sequenced packets resent (SACK + timeout), data and NOPs
+	SackGaps          uint64
+	ECNEchoes         uint64
+	CRCDrops          uint64 // packets naming this connection whose CRC failed (attribution from an unverified header)
+	AccessViolations  uint64 // WRITE/READ refused: key, bounds, access, protection domain
+	LengthErrors      uint64
+	Malformed         uint64 // well-formed CRC but inconsistent fields
+	Duplicates        uint64
+	StalePackets      uint64 // wrong incarnation or source connection
+	PathFailures      uint64
+	MessagesSent      uint64
+	MessagesReceived  uint64
+}
+
+// EndpointCounters count what arrives at the endpoint before a connection
+// is found.
+type EndpointCounters struct {
+	RxPackets       uint64
+	CRCDrops        uint64
+	Malformed       uint64 // undecodable header or extension
+	UnknownConn     uint64
+	ResetsSent      uint64
+	ConnectsRefused uint64
+	PeerRestarts    uint64 // connections failed because the peer came back with a new incarnation
+}

@@ -1,0 +1,285 @@
+package metaroce
+
+import (
+	"errors"
+	"fmt"
+)
+
+// reply is an unsequenced answer that does not belong to a live connection
+// (RESET for an unknown connection, CLOSE_ACK after the connection is gone).
+type reply struct {
+	peer     PeerHandle
+	op       Opcode
+	dst, src ConnID
+}
+
+// maxReplies bounds queued replies, so a flood of packets for unknown
+// connections cannot grow memory.
+const maxReplies = 256
+
+// Endpoint is one protocol instance: the device context of the verbs-like
+// API. It owns memory regions, connections and their queue pairs.
+//
+// The owner drives it with three calls: Receive for every arriving packet,
+// NextPacket until it reports nothing to send, and OnTimer whenever the
+// clock reaches NextDeadline. None of them blocks or keeps a caller's
+// buffer past the call.
+type Endpoint struct {
+	cfg     Config
+	regions regionTable
+	pds     uint32
+
+	conns    map[ConnID]*Conn
+	nextID   ConnID
+	accepted ring[*Conn]
+	ready    ring[*Conn]
+	timers   connHeap
+	replies  ring[reply]
+	due      []*Conn // scratch for OnTimer
+
+	c EndpointCounters
+}
+
+// NewEndpoint validates cfg (after Defaults) and returns an endpoint.
+func NewEndpoint(cfg Config) (*Endpoint, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), nextID: 1}, nil
+}
+
+// Config returns the endpoint's effective configuration.
+func (e *Endpoint) Config() Config { return e.cfg }
+
+// Counters returns the endpoint-level counters (owner goroutine only).
+func (e *Endpoint) Counters() *EndpointCounters { return &e.c }
+
+// MaxPacketLen is the largest packet the endpoint writes or accepts; the
+// buffers passed to NextPacket must be at least this long.
+func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MsgHeaderLen + e.cfg.MTU + CRCLen }
+
+// AllocPD returns a new protection domain (ibv_alloc_pd).
+func (e *Endpoint) AllocPD() *ProtectionDomain {
+	e.pds++
+	return &ProtectionDomain{ep: e, id: e.pds}
+}
+
+// Connections returns the number of live connections.
+func (e *Endpoint) Connections() int { return len(e.conns) }
+
+// ErrTooManyConns is returned when no connection id is free.
+var ErrTooManyConns = errors.New("metaroce: no free connection id")
+
+func (e *Endpoint) newConn(peer PeerHandle, now Time) (*Conn, error) {
+	if len(e.conns) >= 1<<31 {
+		return nil, ErrTooManyConns
+	}
+	for e.conns[e.nextID] != nil || e.nextID == 0 {
+		e.nextID++
+	}
+	c := &Conn{ep: e, local: e.nextID, peer: peer, qps: make(map[StreamID]*QueuePair),
+		heapIdx: -1, deadline: Never, lastRx: now}
+	e.nextID++
+	e.conns[c.local] = c
+	return c, nil
+}
+
+// Connect starts a connection to peer. Work requests may be posted at
+// once; they go out when the peer accepts. If the peer never answers, the
+// connection fails after ConnectRetries attempts and its work requests
+// complete with StatusRetryExceeded or StatusFlushed.
+func (e *Endpoint) Connect(now Time, peer PeerHandle) (*Conn, error) {
+	c, err := e.newConn(peer, now)
+	if err != nil {
+		return nil, err
+	}
+	c.outbound = true
+	c.state = connConnecting
+	c.retryAt = now
+	e.touch(c, now)
+	return c, nil
+}
+
+// Accept returns the next connection a peer opened, if any.
+func (e *Endpoint) Accept() (*Conn, bool) {
+	if e.accepted.len() == 0 {
+		return nil, false
+	}
+	return e.accepted.pop(), true
+}
+
+// forget removes a closed or failed connection.
+func (e *Endpoint) forget(c *Conn) {
+	delete(e.conns, c.local)
+	e.timers.remove(c)
+}
+
+// reply queues an unsequenced answer outside any connection.
+func (e *Endpoint) reply(peer PeerHandle, op Opcode, dst, src ConnID) {
+	if e.replies.len() < maxReplies {
+		e.replies.push(reply{peer: peer, op: op, dst: dst, src: src})
+	}
+}
+
+// peerSeen fails every other connection to c's peer node that belongs to
+// an earlier incarnation: the peer restarted and lost their state, so
+// their work requests can never finish.
+func (e *Endpoint) peerSeen(c *Conn) {
+	for _, o := range e.conns {
+		if o != c && o.peerNode == c.peerNode && o.state == connEstablished && o.peerInc != c.peerInc {
+			e.c.PeerRestarts++
+			o.fail(StatusRetryExceeded)
+		}
+	}
+}
+
+// Receive processes one packet from the wire. pkt is only read, and only
+// during the call. Every packet is checked (CRC32C, header, extension,
+// connection, incarnation, keys, bounds) before anything is placed; what
+// fails is counted and dropped or answered.
+func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
+	e.c.RxPackets++
+	var h Header
+	body, err := CheckCRC(pkt)
+	if err != nil {
+		e.c.CRCDrops++
+		// Attribute the drop to the connection the (unverified) header names.
+		if err == ErrCRC && h.Decode(pkt) == nil {
+			if c := e.conns[h.DstConn]; c != nil {
+				c.c.CRCDrops++
+			}
+		}
+		return
+	}
+	if h.Decode(body) != nil {
+		e.c.Malformed++
+		return
+	}
+	body = body[HeaderLen:]
+	if h.Opcode == OpConnect {
+		e.onConnect(now, &h, body, rx)
+		return
+	}
+	c := e.conns[h.DstConn]
+	if c == nil {
+		e.c.UnknownConn++
+		if h.Opcode != OpReset && h.Opcode != OpCloseAck {
+			e.reply(rx.Peer, OpReset, h.SrcConn, h.DstConn)
+			e.c.ResetsSent++
+		}
+		return
+	}
+	c.receive(now, &h, body, rx)
+	if c.state < connClosed {
+		e.touch(c, now)
+	}
+}
+
+// onConnect accepts (or refuses) a connection request.
+func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
+	var b ConnectBody
+	if err := b.Decode(body); err != nil || h.SrcConn == 0 || h.DstConn != 0 {
+		e.c.Malformed++
+		return
+	}
+	if !e.cfg.AcceptIncoming {
+		e.c.ConnectsRefused++
+		e.reply(rx.Peer, OpReset, h.SrcConn, 0)
+		return
+	}
+	for _, c := range e.conns {
+		if c.peerNode == b.Node && c.peerInc == h.Incarnation && c.remote == h.SrcConn && !c.outbound {
+			// A repeated request: our ACCEPT was lost.
+			c.queueCtrl(ctrlPkt{op: OpAccept})
+			e.touch(c, now)
+			return
+		}
+	}
+	c, err := e.newConn(rx.Peer, now)
+	if err != nil {
+		e.c.ConnectsRefused++
+		return
+	}
+	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
+	c.establish(now, &b)
+	e.peerSeen(c)
+	c.queueCtrl(ctrlPkt{op: OpAccept})
+	e.accepted.push(c)
+	e.touch(c, now)
+}
+
+// touch recomputes c's timer and readiness after anything happened to it.
+func (e *Endpoint) touch(c *Conn, now Time) {
+	if c.state >= connClosed {
+		return
+	}
+	d, ready := c.computeDeadline(now)
+	c.deadline = d
+	e.timers.set(c)
+	if ready && !c.inReady {
+		c.inReady = true
+		e.ready.push(c)
+	}
+}
+
+// NextPacket writes the next packet to send into buf and says where it
+// goes. It returns false when nothing is ready now. buf must hold
+// MaxPacketLen bytes; the endpoint keeps no reference to it.
+func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
+	if len(buf) < e.MaxPacketLen() {
+		panic(fmt.Sprintf("metaroce: NextPacket buffer of %d bytes, need %d", len(buf), e.MaxPacketLen()))
+	}
+	if e.replies.len() > 0 {
+		r := e.replies.pop()
+		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
+		h.Put(buf)
+		n := SealCRC(buf, HeaderLen)
+		return TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase}, true
+	}
+	for e.ready.len() > 0 {
+		c := e.ready.pop()
+		c.inReady = false
+		if c.state >= connClosed {
+			continue
+		}
+		meta, ok := c.produce(now, buf)
+		if ok {
+			// Round robin: the connection goes to the back of the line.
+			e.touch(c, now)
+			if !c.inReady {
+				c.inReady = true
+				e.ready.push(c)
+			}
+			return meta, true
+		}
+		// Whatever work is left needs window room or time: an ACK or a
+		// timer makes the connection ready again.
+		c.deadline, _ = c.computeDeadline(now)
+		e.timers.set(c)
+	}
+	return TxMeta{}, false
+}
+
+// NextDeadline is the earliest time OnTimer must run (Never if none).
+func (e *Endpoint) NextDeadline() Time {
+	if e.timers.len() == 0 {
+		return Never
+	}
+	return e.timers.min()
+}
+
+// OnTimer runs every timer due at now: tail-loss probes, path failure and
+// re-probing, ACK delays, RNR back-offs, keepalives, peer-dead detection,
+// connect and close retries.
+func (e *Endpoint) OnTimer(now Time) {
+	e.due = e.due[:0]
+	for e.timers.len() > 0 && e.timers.min() <= now {
+		e.due = append(e.due, e.timers.popMin())
+	}
+	for _, c := range e.due {
+		c.onTimer(now)
+		e.touch(c, now)
+	}
+	clear(e.due)
+}

@@ -1,0 +1,235 @@
+package metaroce
+
+import (
+	"errors"
+	"fmt"
+)
+
+// WROpcode is the operation of a send work request.
+type WROpcode uint8
+
+const (
+	WRWrite    WROpcode = iota // RDMA WRITE
+	WRWriteImm                 // RDMA WRITE with immediate: also consumes a receive at the peer
+	WRSend                     // SEND into the peer's next posted receive
+	WRSendImm                  // SEND with immediate
+	WRRead                     // RDMA READ from the peer into Local
+)
+
+// SendWR is a send-queue work request (ibv_send_wr with one SGE).
+type SendWR struct {
+	ID         uint64
+	Opcode     WROpcode
+	Local      SGE    // source (WRITE/SEND) or destination (READ)
+	RemoteAddr uint64 // WRITE*/READ
+	RKey       RKey   // WRITE*/READ
+	Imm        uint32 // *_IMM
+}
+
+// RecvWR is a receive-queue work request (ibv_recv_wr with one SGE).
+type RecvWR struct {
+	ID    uint64
+	Local SGE
+}
+
+// QPAttr configures a queue pair.
+type QPAttr struct {
+	PD     *ProtectionDomain
+	SendCQ *CompletionQueue
+	RecvCQ *CompletionQueue
+}
+
+// Errors of the queue-pair API.
+var (
+	ErrQueueFull   = errors.New("metaroce: work queue full")
+	ErrNotUsable   = errors.New("metaroce: connection is closed or failed")
+	ErrStreamInUse = errors.New("metaroce: stream already has a queue pair")
+	ErrTooLarge    = errors.New("metaroce: message longer than 4 GiB - 1")
+)
+
+// QueuePair is one ordered stream of a connection (a verbs QP). Many queue
+// pairs share the connection's paths and congestion state; each costs only
+// this record and its work queues.
+type QueuePair struct {
+	conn   *Conn
+	id     StreamID
+	pd     *ProtectionDomain
+	sendCQ *CompletionQueue
+	recvCQ *CompletionQueue
+
+	sq           ring[*txMsg] // posted, not yet completed, in posting order
+	sqBase       MsgSeq       // msg_seq of sq's front
+	segIdx       int          // index in sq of the message being segmented
+	nextSeq      MsgSeq
+	nextRecvSeq  MsgSeq
+	blockedUntil Time // RNR back-off of the message being segmented
+	active       bool // in the connection's round robin of streams with data
+
+	rq     ring[recvSlot]
+	rqBase MsgSeq // recv_seq of rq's front
+}
+
+// ID is the stream id, equal on both ends of the connection.
+func (q *QueuePair) ID() StreamID { return q.id }
+
+// Conn is the connection the queue pair belongs to.
+func (q *QueuePair) Conn() *Conn { return q.conn }
+
+// PostSend queues a WRITE, SEND or READ (ibv_post_send). The local buffer
+// is checked now; remote checks happen at the peer, and their failure comes
+// back as an error completion. The buffer belongs to the endpoint until the
+// completion is polled.
+func (q *QueuePair) PostSend(now Time, wr SendWR) error {
+	c := q.conn
+	if c.state >= connClosing {
+		return ErrNotUsable
+	}
+	if q.sq.len() >= c.ep.cfg.SendQueueDepth {
+		return ErrQueueFull
+	}
+	var op Opcode
+	need := Access(0)
+	switch wr.Opcode {
+	case WRWrite:
+		op = OpWrite
+	case WRWriteImm:
+		op = OpWriteImm
+	case WRSend:
+		op = OpSend
+	case WRSendImm:
+		op = OpSendImm
+	case WRRead:
+		op, need = OpReadReq, AccessLocalWrite
+	default:
+		return fmt.Errorf("metaroce: unknown work request opcode %d", wr.Opcode)
+	}
+	var mr *MemoryRegion
+	var local []byte
+	if wr.Local.Length > 0 {
+		var ok bool
+		mr, local, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, need)
+		if !ok {
+			return ErrBadSGE
+		}
+	}
+	m := c.newMsg()
+	*m = txMsg{
+		op: op, qp: q, wrID: wr.ID, seq: q.nextSeq, mr: mr, local: local,
+		length: wr.Local.Length, remoteAddr: wr.RemoteAddr, rkey: wr.RKey, imm: wr.Imm,
+		placed: m.placed,
+	}
+	if op == OpSend || op == OpSendImm || op == OpWriteImm {
+		m.recvSeq = q.nextRecvSeq
+		q.nextRecvSeq++
+	}
+	q.nextSeq++
+	if op == OpReadReq {
+		m.nChunks = 1
+		m.placed.reset(chunksFor(m.length, c.mtu))
+	} else {
+		m.nChunks = chunksFor(m.length, c.mtu)
+	}
+	if mr != nil {
+		mr.refs++
+	}
+	q.sq.push(m)
+	c.activate(q)
+	c.ep.touch(c, now)
+	return nil
+}
+
+// PostRecv queues a receive buffer (ibv_post_recv). SENDs and WRITE_IMMs
+// consume receives in posting order.
+func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
+	c := q.conn
+	if c.state >= connClosing {
+		return ErrNotUsable
+	}
+	if q.rq.len() >= c.ep.cfg.RecvQueueDepth {
+		return ErrQueueFull
+	}
+	var mr *MemoryRegion
+	var buf []byte
+	if wr.Local.Length > 0 {
+		var ok bool
+		mr, buf, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, AccessLocalWrite)
+		if !ok {
+			return ErrBadSGE
+		}
+		mr.refs++
+	}
+	s := q.rq.extend()
+	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf, placed: s.placed}
+	return nil
+}
+
+// OutstandingSends is the number of send work requests not yet completed.
+func (q *QueuePair) OutstandingSends() int { return q.sq.len() }
+
+// PostedRecvs is the number of receives not yet completed.
+func (q *QueuePair) PostedRecvs() int { return q.rq.len() }
+
+// completeSends reports, in posting order, every finished message at the
+// front of the send queue.
+func (q *QueuePair) completeSends() {
+	for q.sq.len() > 0 {
+		m := *q.sq.front()
+		if !m.finished {
+			return
+		}
+		q.sq.pop()
+		q.sqBase++
+		if q.segIdx > 0 {
+			q.segIdx--
+		}
+		wc := WorkCompletion{WRID: m.wrID, Status: m.status, Conn: q.conn.local, Stream: q.id}
+		switch m.op {
+		case OpSend, OpSendImm:
+			wc.Opcode = WCSend
+		case OpWrite, OpWriteImm:
+			wc.Opcode = WCWrite
+		case OpReadReq:
+			wc.Opcode = WCRead
+		}
+		if m.status == StatusSuccess {
+			wc.ByteLen = m.length
+		}
+		if q.sendCQ != nil {
+			q.sendCQ.push(wc)
+		}
+		if m.status == StatusSuccess {
+			q.conn.c.MessagesSent++
+		}
+		m.completed = true
+		q.conn.releaseMsg(m)
+	}
+}
+
+// completeRecvs reports, in posting order, every finished receive at the
+// front of the receive queue.
+func (q *QueuePair) completeRecvs() {
+	for q.rq.len() > 0 {
+		s := q.rq.front()
+		if !s.done {
+			return
+		}
+		wc := WorkCompletion{WRID: s.wrID, Status: s.status, Opcode: s.opcode,
+			Imm: s.imm, HasImm: s.hasImm, Conn: q.conn.local, Stream: q.id}
+		if s.status == StatusSuccess {
+			wc.ByteLen = s.msgLen
+			q.conn.c.MessagesReceived++
+		} else {
+			q.conn.rememberError(q.id, q.rqBase, s.status)
+		}
+		if s.mr != nil {
+			s.mr.refs--
+		}
+		if q.recvCQ != nil {
+			q.recvCQ.push(wc)
+		}
+		// drop keeps the slot's chunk-set storage for the next receive.
+		s.mr, s.buf = nil, nil
+		q.rq.drop()
+		q.rqBase++
+	}
+}
