@@ -117,7 +117,7 @@ func (c Config) Defaults() Config {
 // Validate reports the first field out of range, by name.
 func (c Config) Validate() error {
 	type rng struct {
-		name     string
+		name      string
 		v, lo, hi int
 	}
 	for _, r := range []rng{
