@@ -76,7 +76,9 @@ type Conn struct {
 	errHist [errorHistoryLen]errorRecord
 	errNext int
 
-	picker PathPicker
+	picker     PathPicker
+	ctrlRR     int    // rotation of control packets over paths
+	acceptPath PathID // path the CONNECT came by (ACCEPT answers on it)
 
 	lastRx        Time
 	lastKeepalive Time

@@ -291,8 +291,12 @@ func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
 		r.c.OutOfWindowReceived++
 		return
 	case psnDuplicate:
+		// The sender resent because our ACK was lost or late: answer at
+		// once, echoing this packet's timestamp (not an older one, which
+		// would inflate the sender's RTT estimate).
 		r.c.DuplicatesReceived++
 		c.c.Duplicates++
+		r.tsEcho = h.Timestamp
 		c.queueAck(now, h.Path, true)
 		return
 	}

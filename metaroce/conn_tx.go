@@ -72,7 +72,7 @@ func (c *Conn) meta(n int, path PathID) TxMeta {
 }
 
 func (c *Conn) buildCtrl(now Time, buf []byte, p ctrlPkt) (TxMeta, bool) {
-	h := c.header(p.op, 0, now)
+	h := c.header(p.op, c.ctrlPath(p.op), now)
 	n := HeaderLen
 	switch p.op {
 	case OpConnect, OpAccept:
@@ -105,11 +105,40 @@ func (c *Conn) buildCtrl(now Time, buf []byte, p ctrlPkt) (TxMeta, bool) {
 	return c.meta(n, h.Path), true
 }
 
+// ctrlPath picks the path an unsequenced packet travels on. CONNECT tries
+// a different path on every attempt and ACCEPT answers on the path the
+// request came by, so one dead path cannot prevent a connection; other
+// control packets rotate over the paths not judged failed.
+func (c *Conn) ctrlPath(op Opcode) PathID {
+	switch op {
+	case OpConnect:
+		return PathID(c.tries % c.ep.cfg.Paths)
+	case OpAccept:
+		return c.acceptPath
+	}
+	n := len(c.tx)
+	if n == 0 {
+		return 0
+	}
+	for i := 0; i < n; i++ {
+		c.ctrlRR = (c.ctrlRR + 1) % n
+		if !c.tx[c.ctrlRR].failed {
+			break
+		}
+	}
+	return PathID(c.ctrlRR)
+}
+
 // buildAck writes one ACK carrying a block for every path with an
 // acknowledgement pending (as many as fit).
 func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 	first := *c.ackList.front()
-	h := c.header(OpAck, first, now)
+	via := first
+	if c.tx[first].failed {
+		// Our own traffic found this path dead: send the ACK another way.
+		via = c.ctrlPath(OpAck)
+	}
+	h := c.header(OpAck, via, now)
 	h.Put(buf)
 	maxBlocks := min(MaxAckBlocks, (c.ep.MaxPacketLen()-HeaderLen-AckPrefixLen-CRCLen)/AckBlockLen)
 	n := HeaderLen + AckPrefixLen
@@ -127,7 +156,7 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 	PutAckPrefix(buf[HeaderLen:], count)
 	n = SealCRC(buf, n)
 	c.c.AcksSent++
-	return c.meta(n, first), true
+	return c.meta(n, via), true
 }
 
 // occupy assigns the next PSN of p to a new slot and returns both.

@@ -191,6 +191,7 @@ func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
 	for _, c := range e.conns {
 		if c.peerNode == b.Node && c.peerInc == h.Incarnation && c.remote == h.SrcConn && !c.outbound {
 			// A repeated request: our ACCEPT was lost.
+			c.acceptPath = h.Path % PathID(c.paths)
 			c.queueCtrl(ctrlPkt{op: OpAccept})
 			e.touch(c, now)
 			return
@@ -203,6 +204,7 @@ func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
 	}
 	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
 	c.establish(now, &b)
+	c.acceptPath = h.Path % PathID(c.paths)
 	e.peerSeen(c)
 	c.queueCtrl(ctrlPkt{op: OpAccept})
 	e.accepted.push(c)

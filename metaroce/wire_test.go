@@ -1,0 +1,601 @@
+package metaroce
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The wire format is specified in docs/protocol.md. These tests pin its
+// numbers (sizes, offsets, opcode values) so that an accidental layout
+// change fails here, not in an interop test against another implementation.
+
+func TestWireConstants(t *testing.T) {
+	require.Equal(t, 1, WireVersion)
+	require.Equal(t, 4794, DefaultUDPPort)
+	require.NotEqual(t, 4791, DefaultUDPPort, "4791 is RoCEv2")
+	require.NotEqual(t, 4793, DefaultUDPPort, "4793 is Ultra Ethernet Transport")
+
+	require.Equal(t, 32, HeaderLen)
+	require.Equal(t, 40, MsgHeaderLen)
+	require.Equal(t, 4, AckPrefixLen)
+	require.Equal(t, 56, AckBlockLen)
+	require.Equal(t, 2+2+4+32+4+4+8, AckBlockLen, "path_id, path_gen, cum, sack, ecn_ce, rate_hint, ts_echo")
+	require.Equal(t, 20, NakLen)
+	require.Equal(t, 16, ConnectLen)
+	require.Equal(t, 4, CRCLen)
+
+	require.Equal(t, 256, SackBits)
+	require.Equal(t, 4, sackWords)
+	require.Len(t, SackBitmap{}, 4)
+	require.Equal(t, uintptr(32), unsafe.Sizeof(SackBitmap{}), "256 bits = 32 bytes")
+	require.Equal(t, 255, MaxAckBlocks, "bounded by the one-byte count")
+
+	require.Equal(t, 256, MaxPaths)
+	require.Equal(t, 256, MinMTU)
+	require.Equal(t, 9000, MaxMTU)
+	require.Equal(t, 16, MaxPlanes)
+
+	// Field widths of the wire types.
+	require.Equal(t, uintptr(4), unsafe.Sizeof(PSN(0)))
+	require.Equal(t, uintptr(4), unsafe.Sizeof(ConnID(0)))
+	require.Equal(t, uintptr(4), unsafe.Sizeof(Incarnation(0)))
+	require.Equal(t, uintptr(2), unsafe.Sizeof(PathID(0)))
+	require.Equal(t, uintptr(2), unsafe.Sizeof(StreamID(0)))
+	require.Equal(t, uintptr(4), unsafe.Sizeof(MsgSeq(0)))
+	require.Equal(t, uintptr(4), unsafe.Sizeof(RKey(0)))
+	require.Equal(t, uintptr(8), unsafe.Sizeof(NodeID(0)))
+	require.Equal(t, uintptr(1), unsafe.Sizeof(Status(0)))
+}
+
+func TestOpcodeTable(t *testing.T) {
+	type row struct {
+		op                          Opcode
+		value                       byte
+		name                        string
+		sequenced, msg, carriesData bool
+	}
+	table := []row{
+		{OpWrite, 0x01, "WRITE", true, true, true},
+		{OpWriteImm, 0x02, "WRITE_IMM", true, true, true},
+		{OpSend, 0x03, "SEND", true, true, true},
+		{OpSendImm, 0x04, "SEND_IMM", true, true, true},
+		{OpReadReq, 0x05, "READ_REQ", true, true, false},
+		{OpReadResp, 0x06, "READ_RESP", true, true, true},
+		{OpNop, 0x07, "NOP", true, false, false},
+		{OpAck, 0x10, "ACK", false, false, false},
+		{OpNak, 0x11, "NAK", false, false, false},
+		{OpConnect, 0x20, "CONNECT", false, false, false},
+		{OpAccept, 0x21, "ACCEPT", false, false, false},
+		{OpClose, 0x22, "CLOSE", false, false, false},
+		{OpCloseAck, 0x23, "CLOSE_ACK", false, false, false},
+		{OpKeepalive, 0x24, "KEEPALIVE", false, false, false},
+		{OpReset, 0x25, "RESET", false, false, false},
+	}
+	valid := map[byte]bool{}
+	for _, r := range table {
+		require.Equal(t, r.value, byte(r.op), r.name)
+		require.Equal(t, r.name, r.op.String())
+		require.Equal(t, r.sequenced, r.op.Sequenced(), r.name)
+		require.Equal(t, r.msg, r.op.CarriesMsg(), r.name)
+		require.Equal(t, r.carriesData, r.op.CarriesPayload(), r.name)
+		valid[r.value] = true
+	}
+	// Exactly these 15 values are valid; every other byte is refused by the
+	// header decoder.
+	for v := 0; v < 256; v++ {
+		op := Opcode(v)
+		require.Equal(t, valid[byte(v)], validOpcode(op), "opcode 0x%02x", v)
+		if !valid[byte(v)] {
+			require.Equal(t, "UNKNOWN", op.String())
+			require.False(t, op.Sequenced(), "opcode 0x%02x", v)
+			require.False(t, op.CarriesMsg(), "opcode 0x%02x", v)
+		}
+	}
+	require.Equal(t, HeaderFlags(1), FlagAckReq)
+	require.Equal(t, HeaderFlags(2), FlagRetransmit)
+}
+
+// wtHeader is a header whose every field has distinct, non-zero bytes, so
+// a field written to the wrong offset or truncated is visible.
+func wtHeader() Header {
+	return Header{
+		Opcode:      OpWriteImm,
+		Flags:       FlagAckReq | FlagRetransmit,
+		DstConn:     0x11121314,
+		SrcConn:     0x21222324,
+		Incarnation: 0x31323334,
+		Path:        0x4142,
+		PathGen:     0x5152,
+		PSN:         0x61626364,
+		Timestamp:   0x7172737475767778,
+	}
+}
+
+func TestHeaderRoundTripAndGoldenLayout(t *testing.T) {
+	h := wtHeader()
+	b := make([]byte, HeaderLen)
+	h.Put(b)
+	want, err := hex.DecodeString(
+		"01" + "02" + "0003" + // version, opcode, flags
+			"11121314" + "21222324" + "31323334" + // dst_conn, src_conn, incarnation
+			"4142" + "5152" + "61626364" + // path_id, path_gen, psn
+			"7172737475767778") // timestamp
+	require.NoError(t, err)
+	require.Equal(t, want, b)
+
+	// Field offsets, one by one (big-endian: the most significant byte first).
+	require.Equal(t, byte(WireVersion), b[0])
+	require.Equal(t, byte(OpWriteImm), b[1])
+	require.Equal(t, uint16(3), binary.BigEndian.Uint16(b[2:]))
+	require.Equal(t, uint32(0x11121314), binary.BigEndian.Uint32(b[4:]))
+	require.Equal(t, uint32(0x21222324), binary.BigEndian.Uint32(b[8:]))
+	require.Equal(t, uint32(0x31323334), binary.BigEndian.Uint32(b[12:]))
+	require.Equal(t, uint16(0x4142), binary.BigEndian.Uint16(b[16:]))
+	require.Equal(t, uint16(0x5152), binary.BigEndian.Uint16(b[18:]))
+	require.Equal(t, uint32(0x61626364), binary.BigEndian.Uint32(b[20:]))
+	require.Equal(t, uint64(0x7172737475767778), binary.BigEndian.Uint64(b[24:]))
+
+	var g Header
+	require.NoError(t, g.Decode(b))
+	require.Equal(t, h, g)
+
+	// Trailing bytes (extension, payload) are not the header's business.
+	long := append(append([]byte(nil), b...), 0xEE, 0xEE)
+	var g2 Header
+	require.NoError(t, g2.Decode(long))
+	require.Equal(t, h, g2)
+
+	// Every valid opcode and every combination of defined flags round-trips.
+	for v := 0; v < 256; v++ {
+		if !validOpcode(Opcode(v)) {
+			continue
+		}
+		for f := HeaderFlags(0); f <= flagsKnown; f++ {
+			h := Header{Opcode: Opcode(v), Flags: f, PSN: PSN(v)}
+			h.Put(b)
+			var g Header
+			require.NoError(t, g.Decode(b))
+			require.Equal(t, h, g)
+		}
+	}
+}
+
+func TestHeaderDecodeErrors(t *testing.T) {
+	h := wtHeader()
+	good := make([]byte, HeaderLen)
+	h.Put(good)
+	var g Header
+
+	for n := 0; n < HeaderLen; n++ {
+		require.ErrorIs(t, g.Decode(good[:n]), ErrShort, "len %d", n)
+	}
+	for _, v := range []byte{0, 2, 0x81, 0xFF} {
+		b := append([]byte(nil), good...)
+		b[0] = v
+		require.ErrorIs(t, g.Decode(b), ErrVersion, "version %d", v)
+	}
+	for v := 0; v < 256; v++ {
+		if validOpcode(Opcode(v)) {
+			continue
+		}
+		b := append([]byte(nil), good...)
+		b[1] = byte(v)
+		require.ErrorIs(t, g.Decode(b), ErrOpcode, "opcode 0x%02x", v)
+	}
+	for bit := 2; bit < 16; bit++ {
+		b := append([]byte(nil), good...)
+		binary.BigEndian.PutUint16(b[2:], uint16(FlagAckReq)|1<<bit)
+		require.ErrorIs(t, g.Decode(b), ErrFlags, "flag bit %d", bit)
+	}
+	// Version is checked before the opcode, the opcode before the flags.
+	b := append([]byte(nil), good...)
+	b[0], b[1], b[2] = 9, 0xFF, 0xFF
+	require.ErrorIs(t, g.Decode(b), ErrVersion)
+	b[0] = WireVersion
+	require.ErrorIs(t, g.Decode(b), ErrOpcode)
+}
+
+func wtMsgHeader() MsgHeader {
+	return MsgHeader{
+		Stream:     0x0102,
+		PayloadLen: 0x0304,
+		MsgSeq:     0x11121314,
+		RecvSeq:    0x21222324,
+		Offset:     0x31320000,
+		MsgLen:     0x41424344,
+		RKey:       0x51525354,
+		RemoteAddr: 0x6162636465666768,
+		Imm:        0x71727374,
+	}
+}
+
+func TestMsgHeaderRoundTripAndGoldenLayout(t *testing.T) {
+	m := wtMsgHeader()
+	b := make([]byte, MsgHeaderLen)
+	for i := range b {
+		b[i] = 0xEE // Put must write every byte, reserved included
+	}
+	m.Put(b)
+	want, err := hex.DecodeString(
+		"0102" + "0304" + // stream, payload_len
+			"11121314" + "21222324" + // msg_seq, recv_seq
+			"31320000" + "41424344" + // offset, msg_len
+			"51525354" + // rkey
+			"6162636465666768" + // remote_addr
+			"71727374" + "00000000") // imm, reserved
+	require.NoError(t, err)
+	require.Equal(t, want, b)
+	require.Equal(t, uint16(0x0102), binary.BigEndian.Uint16(b[0:]))
+	require.Equal(t, uint16(0x0304), binary.BigEndian.Uint16(b[2:]))
+	require.Equal(t, uint32(0x11121314), binary.BigEndian.Uint32(b[4:]))
+	require.Equal(t, uint32(0x21222324), binary.BigEndian.Uint32(b[8:]))
+	require.Equal(t, uint32(0x31320000), binary.BigEndian.Uint32(b[12:]))
+	require.Equal(t, uint32(0x41424344), binary.BigEndian.Uint32(b[16:]))
+	require.Equal(t, uint32(0x51525354), binary.BigEndian.Uint32(b[20:]))
+	require.Equal(t, uint64(0x6162636465666768), binary.BigEndian.Uint64(b[24:]))
+	require.Equal(t, uint32(0x71727374), binary.BigEndian.Uint32(b[32:]))
+	require.Equal(t, uint32(0), binary.BigEndian.Uint32(b[36:]))
+
+	var g MsgHeader
+	require.NoError(t, g.Decode(b))
+	require.Equal(t, m, g)
+
+	// The payload may end exactly at the message's end.
+	for _, m := range []MsgHeader{
+		{},
+		{PayloadLen: 256, Offset: 0, MsgLen: 256},
+		{PayloadLen: 0xFFFF, Offset: 0xFFFFFFFF - 0xFFFF, MsgLen: 0xFFFFFFFF},
+		{PayloadLen: 1, Offset: 0xFFFFFFFE, MsgLen: 0xFFFFFFFF},
+	} {
+		m.Put(b)
+		var g MsgHeader
+		require.NoError(t, g.Decode(b), "%+v", m)
+		require.Equal(t, m, g)
+	}
+}
+
+func TestMsgHeaderDecodeErrors(t *testing.T) {
+	m := wtMsgHeader()
+	good := make([]byte, MsgHeaderLen)
+	m.Put(good)
+	var g MsgHeader
+	for n := 0; n < MsgHeaderLen; n++ {
+		require.ErrorIs(t, g.Decode(good[:n]), ErrShort, "len %d", n)
+	}
+	for i := 36; i < 40; i++ {
+		for _, v := range []byte{1, 0x80, 0xFF} {
+			b := append([]byte(nil), good...)
+			b[i] = v
+			require.ErrorIs(t, g.Decode(b), ErrField, "reserved byte %d = %#x", i, v)
+		}
+	}
+	for _, m := range []MsgHeader{
+		{PayloadLen: 1, Offset: 0, MsgLen: 0},
+		{PayloadLen: 257, Offset: 0, MsgLen: 256},
+		{PayloadLen: 1, Offset: 256, MsgLen: 256},
+		{PayloadLen: 0, Offset: 257, MsgLen: 256},
+		// offset+payload_len overflows 32 bits: must not wrap to "fits".
+		{PayloadLen: 2, Offset: 0xFFFFFFFF, MsgLen: 0xFFFFFFFF},
+		{PayloadLen: 0xFFFF, Offset: 0xFFFFFFFF, MsgLen: 0xFFFFFFFF},
+	} {
+		b := make([]byte, MsgHeaderLen)
+		m.Put(b)
+		require.ErrorIs(t, g.Decode(b), ErrLength, "%+v", m)
+	}
+}
+
+func wtAckBlock(i int) AckBlock {
+	return AckBlock{
+		Path:     PathID(0x0102 + i),
+		PathGen:  0x0304,
+		Cum:      0x11121314,
+		Sack:     SackBitmap{0x2122232425262728, 0x3132333435363738, 0x4142434445464748, 0x5152535455565758},
+		ECNCount: 0x61626364,
+		RateHint: 0x71727374,
+		TSEcho:   0x0102030405060708,
+	}
+}
+
+func TestAckRoundTripAndGoldenLayout(t *testing.T) {
+	a := wtAckBlock(0)
+	b := make([]byte, AckBlockLen)
+	a.Put(b)
+	want, err := hex.DecodeString(
+		"0102" + "0304" + "11121314" + // path_id, path_gen, cum
+			"2122232425262728" + "3132333435363738" + // sack word 0, word 1
+			"4142434445464748" + "5152535455565758" + // sack word 2, word 3
+			"61626364" + "71727374" + // ecn_ce, rate_hint
+			"0102030405060708") // ts_echo
+	require.NoError(t, err)
+	require.Equal(t, want, b)
+	require.Equal(t, uint32(0x11121314), binary.BigEndian.Uint32(b[4:]))
+	require.Equal(t, uint64(0x2122232425262728), binary.BigEndian.Uint64(b[8:]))
+	require.Equal(t, uint64(0x5152535455565758), binary.BigEndian.Uint64(b[32:]))
+	require.Equal(t, uint32(0x61626364), binary.BigEndian.Uint32(b[40:]))
+	require.Equal(t, uint32(0x71727374), binary.BigEndian.Uint32(b[44:]))
+	require.Equal(t, uint64(0x0102030405060708), binary.BigEndian.Uint64(b[48:]))
+
+	var g AckBlock
+	require.NoError(t, g.Decode(b))
+	require.Equal(t, a, g)
+	for n := 0; n < AckBlockLen; n++ {
+		require.ErrorIs(t, g.Decode(b[:n]), ErrShort, "len %d", n)
+	}
+
+	// A whole ACK extension: prefix plus blocks, for 0, 1, 3 and 255 blocks.
+	for _, count := range []int{0, 1, 3, MaxAckBlocks} {
+		body := make([]byte, AckPrefixLen+count*AckBlockLen)
+		for i := range body {
+			body[i] = 0xEE
+		}
+		PutAckPrefix(body, count)
+		require.Equal(t, []byte{byte(count), 0, 0, 0}, body[:AckPrefixLen])
+		for i := 0; i < count; i++ {
+			a := wtAckBlock(i)
+			a.Put(body[AckPrefixLen+i*AckBlockLen:])
+		}
+		n, err := DecodeAckPrefix(body)
+		require.NoError(t, err)
+		require.Equal(t, count, n)
+		for i := 0; i < n; i++ {
+			var g AckBlock
+			require.NoError(t, g.Decode(body[AckPrefixLen+i*AckBlockLen:]))
+			require.Equal(t, wtAckBlock(i), g)
+		}
+	}
+}
+
+// TestSackBitmapWireBits pins the bit numbering on the wire: bit i of the
+// bitmap (PSN cum+1+i) is bit i%64 of word i/64, and each word is a
+// big-endian uint64, so bit i lives in byte 8+8*(i/64)+7-(i%64)/8 of the
+// block, under mask 1<<(i%8).
+func TestSackBitmapWireBits(t *testing.T) {
+	for _, i := range []int{0, 1, 7, 8, 63, 64, 65, 127, 128, 191, 192, 254, 255} {
+		var a AckBlock
+		a.Cum = 1000
+		a.Sack[i/64] |= 1 << (i % 64)
+		require.True(t, a.Sack.Has(i))
+		b := make([]byte, AckBlockLen)
+		a.Put(b)
+		sack := b[8:40]
+		for j, v := range sack {
+			wantByte := 8*(i/64) + 7 - (i%64)/8
+			if j == wantByte {
+				require.Equal(t, byte(1)<<(i%8), v, "bit %d", i)
+			} else {
+				require.Zero(t, v, "bit %d: byte %d", i, j)
+			}
+		}
+	}
+	// Bit 0 (PSN cum+1) is the least significant bit of the 8th SACK byte,
+	// bit 255 (PSN cum+256) the most significant bit of the 25th.
+	var a AckBlock
+	a.Sack[0] = 1
+	a.Sack[3] = 1 << 63
+	b := make([]byte, AckBlockLen)
+	a.Put(b)
+	require.Equal(t, byte(0x01), b[8+7])
+	require.Equal(t, byte(0x80), b[8+24])
+}
+
+func TestAckPrefixDecodeErrors(t *testing.T) {
+	for n := 0; n < AckPrefixLen; n++ {
+		_, err := DecodeAckPrefix(make([]byte, n))
+		require.ErrorIs(t, err, ErrShort, "len %d", n)
+	}
+	for i := 1; i < AckPrefixLen; i++ {
+		body := make([]byte, AckPrefixLen)
+		body[i] = 1
+		_, err := DecodeAckPrefix(body)
+		require.ErrorIs(t, err, ErrField, "reserved byte %d", i)
+	}
+	for _, c := range []struct{ count, blocks, extra int }{
+		{1, 0, 0},   // announces a block that is not there
+		{0, 1, 0},   // a block the count does not announce
+		{2, 1, 0},   // one short
+		{1, 1, 1},   // a stray byte
+		{1, 1, -1},  // a truncated block
+		{0, 0, 3},   // junk after an empty prefix
+		{255, 0, 0}, // the largest count with nothing behind it
+	} {
+		body := make([]byte, AckPrefixLen+c.blocks*AckBlockLen+c.extra)
+		PutAckPrefix(body, c.count)
+		_, err := DecodeAckPrefix(body)
+		require.ErrorIs(t, err, ErrLength, "%+v", c)
+	}
+}
+
+func TestNakRoundTripAndGoldenLayout(t *testing.T) {
+	n := NakBody{Path: 0x0102, PathGen: 0x0304, PSN: 0x11121314, Stream: 0x2122,
+		Status: StatusReceiverNotReady, MsgSeq: 0x31323334, RNRWait: 0x41424344}
+	b := make([]byte, NakLen)
+	for i := range b {
+		b[i] = 0xEE
+	}
+	n.Put(b)
+	want, err := hex.DecodeString("0102" + "0304" + "11121314" + "2122" + "09" + "00" + "31323334" + "41424344")
+	require.NoError(t, err)
+	require.Equal(t, want, b)
+	require.Equal(t, byte(StatusReceiverNotReady), b[10])
+	require.Zero(t, b[11])
+
+	var g NakBody
+	require.NoError(t, g.Decode(b))
+	require.Equal(t, n, g)
+
+	// Exactly the statuses a receiver can refuse a packet with.
+	nakable := map[Status]bool{
+		StatusLocalLengthError: true, StatusRemoteAccessError: true, StatusRemoteOpError: true,
+		StatusRemoteInvalidReq: true, StatusReceiverNotReady: true,
+	}
+	require.Equal(t, Status(1), StatusLocalLengthError)
+	require.Equal(t, Status(3), StatusRemoteAccessError)
+	require.Equal(t, Status(4), StatusRemoteOpError)
+	require.Equal(t, Status(8), StatusRemoteInvalidReq)
+	require.Equal(t, Status(9), StatusReceiverNotReady)
+	for v := 0; v < 256; v++ {
+		n.Status = Status(v)
+		n.Put(b)
+		err := g.Decode(b)
+		if nakable[Status(v)] {
+			require.NoError(t, err, "status %d", v)
+			require.Equal(t, n, g)
+		} else {
+			require.ErrorIs(t, err, ErrField, "status %d", v)
+		}
+	}
+}
+
+func TestNakDecodeErrors(t *testing.T) {
+	n := NakBody{Status: StatusRemoteAccessError}
+	good := make([]byte, NakLen)
+	n.Put(good)
+	var g NakBody
+	for _, l := range []int{0, 1, NakLen - 1, NakLen + 1, 2 * NakLen} {
+		b := make([]byte, l)
+		copy(b, good)
+		require.ErrorIs(t, g.Decode(b), ErrLength, "len %d", l)
+	}
+	b := append([]byte(nil), good...)
+	b[11] = 1
+	require.ErrorIs(t, g.Decode(b), ErrField, "reserved byte")
+	b = append([]byte(nil), good...)
+	b[10] = byte(StatusSuccess)
+	require.ErrorIs(t, g.Decode(b), ErrField, "success is not a refusal")
+}
+
+func TestConnectRoundTripAndGoldenLayout(t *testing.T) {
+	c := ConnectBody{Node: 0x0102030405060708, Paths: 0x0100, MTU: 0x2328, Streams: 0xFFFF, Planes: 0x10}
+	b := make([]byte, ConnectLen)
+	for i := range b {
+		b[i] = 0xEE
+	}
+	c.Put(b)
+	want, err := hex.DecodeString("0102030405060708" + "0100" + "2328" + "ffff" + "10" + "00")
+	require.NoError(t, err)
+	require.Equal(t, want, b)
+	var g ConnectBody
+	require.NoError(t, g.Decode(b))
+	require.Equal(t, c, g)
+
+	// The limits are inclusive.
+	for _, c := range []ConnectBody{
+		{Paths: 1, MTU: 256, Streams: 1, Planes: 1},
+		{Paths: 256, MTU: 9000, Streams: 65535, Planes: 16},
+		{Node: 1, Paths: 8, MTU: 4096, Streams: 1024, Planes: 2},
+	} {
+		c.Put(b)
+		var g ConnectBody
+		require.NoError(t, g.Decode(b), "%+v", c)
+		require.Equal(t, c, g)
+	}
+}
+
+func TestConnectDecodeErrors(t *testing.T) {
+	ok := ConnectBody{Node: 7, Paths: 8, MTU: 4096, Streams: 16, Planes: 2}
+	good := make([]byte, ConnectLen)
+	ok.Put(good)
+	var g ConnectBody
+	require.NoError(t, g.Decode(good))
+	for _, l := range []int{0, ConnectLen - 1, ConnectLen + 1} {
+		b := make([]byte, l)
+		copy(b, good)
+		require.ErrorIs(t, g.Decode(b), ErrLength, "len %d", l)
+	}
+	b := append([]byte(nil), good...)
+	b[15] = 1
+	require.ErrorIs(t, g.Decode(b), ErrField, "reserved byte")
+	for _, mut := range []func(*ConnectBody){
+		func(c *ConnectBody) { c.Paths = 0 },
+		func(c *ConnectBody) { c.Paths = 257 },
+		func(c *ConnectBody) { c.Paths = 0xFFFF },
+		func(c *ConnectBody) { c.MTU = 0 },
+		func(c *ConnectBody) { c.MTU = 255 },
+		func(c *ConnectBody) { c.MTU = 9001 },
+		func(c *ConnectBody) { c.Streams = 0 },
+		func(c *ConnectBody) { c.Planes = 0 },
+		func(c *ConnectBody) { c.Planes = 17 },
+		func(c *ConnectBody) { c.Planes = 255 },
+	} {
+		c := ok
+		mut(&c)
+		b := make([]byte, ConnectLen)
+		c.Put(b)
+		require.ErrorIs(t, g.Decode(b), ErrField, "%+v", c)
+	}
+}
+
+func TestCRC32C(t *testing.T) {
+	// The standard CRC-32C check value: CRC32C("123456789") = 0xE3069283.
+	// It proves the polynomial is Castagnoli (not IEEE: 0xCBF43926).
+	pkt := append([]byte("123456789"), 0, 0, 0, 0)
+	n := SealCRC(pkt, 9)
+	require.Equal(t, 9+CRCLen, n)
+	require.Equal(t, []byte{0xE3, 0x06, 0x92, 0x83}, pkt[9:13], "big-endian trailer")
+
+	// A sealed NOP: the trailer covers every byte before it.
+	h := wtHeader()
+	h.Opcode = OpNop
+	buf := make([]byte, HeaderLen+CRCLen)
+	h.Put(buf)
+	n = SealCRC(buf, HeaderLen)
+	require.Equal(t, HeaderLen+CRCLen, n)
+	body, err := CheckCRC(buf)
+	require.NoError(t, err)
+	require.Equal(t, buf[:HeaderLen], body)
+
+	for l := 0; l < HeaderLen+CRCLen; l++ {
+		_, err := CheckCRC(make([]byte, l))
+		require.ErrorIs(t, err, ErrShort, "len %d", l)
+	}
+}
+
+// TestCRCDetectsEveryBitFlip flips each bit of a sealed data packet in
+// turn (header, extension, payload and the trailer itself) and expects
+// every flip to be caught.
+func TestCRCDetectsEveryBitFlip(t *testing.T) {
+	h := wtHeader()
+	m := wtMsgHeader()
+	m.Offset, m.MsgLen, m.PayloadLen = 0, 300, 300
+	pkt := make([]byte, HeaderLen+MsgHeaderLen+300+CRCLen)
+	h.Put(pkt)
+	m.Put(pkt[HeaderLen:])
+	for i := 0; i < 300; i++ {
+		pkt[HeaderLen+MsgHeaderLen+i] = byte(i * 13)
+	}
+	n := SealCRC(pkt, len(pkt)-CRCLen)
+	require.Equal(t, len(pkt), n)
+	_, err := CheckCRC(pkt)
+	require.NoError(t, err)
+	for bit := 0; bit < 8*len(pkt); bit++ {
+		pkt[bit/8] ^= 1 << (bit % 8)
+		_, err := CheckCRC(pkt)
+		require.ErrorIs(t, err, ErrCRC, "bit %d", bit)
+		pkt[bit/8] ^= 1 << (bit % 8)
+	}
+	// Truncating or extending the packet is caught too.
+	_, err = CheckCRC(pkt[:len(pkt)-1])
+	require.ErrorIs(t, err, ErrCRC)
+	_, err = CheckCRC(append(append([]byte(nil), pkt...), 0))
+	require.ErrorIs(t, err, ErrCRC)
+}
+
+// TestGoldenNopPacket is the worked example of docs/protocol.md: if this
+// test changes, the document must change with it.
+func TestGoldenNopPacket(t *testing.T) {
+	h := Header{Opcode: OpNop, Flags: FlagAckReq, DstConn: 2, SrcConn: 1, Incarnation: 11,
+		Path: 3, PathGen: 1, PSN: 5, Timestamp: 1000000}
+	buf := make([]byte, HeaderLen+CRCLen)
+	h.Put(buf)
+	n := SealCRC(buf, HeaderLen)
+	want, err := hex.DecodeString(
+		"0107" + "0001" + "00000002" + "00000001" + "0000000b" + // version, NOP, AckReq, dst, src, incarnation
+			"0003" + "0001" + "00000005" + "00000000000f4240" + // path 3, gen 1, psn 5, timestamp 1 ms
+			"0cfc63dd") // CRC32C of the 32 bytes before it
+	require.NoError(t, err)
+	require.Equal(t, want, buf[:n])
+}
