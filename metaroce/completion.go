@@ -4,17 +4,17 @@ package metaroce
 type Status uint8
 
 const (
-	StatusSuccess           Status = 0 // IBV_WC_SUCCESS
-	StatusLocalLengthError  Status = 1 // IBV_WC_LOC_LEN_ERR: a SEND did not fit the posted receive
-	StatusLocalProtError    Status = 2 // IBV_WC_LOC_PROT_ERR: local buffer outside its region or lkey wrong
-	StatusRemoteAccessError Status = 3 // IBV_WC_REM_ACCESS_ERR: wrong rkey, out of bounds, access not granted
-	StatusRemoteOpError     Status = 4 // IBV_WC_REM_OP_ERR: the responder could not complete the operation
-	StatusRetryExceeded     Status = 5 // IBV_WC_RETRY_EXC_ERR: the peer stopped answering
-	StatusRNRRetryExceeded  Status = 6 // IBV_WC_RNR_RETRY_EXC_ERR: no receive posted after all retries
-	StatusFlushed           Status = 7 // IBV_WC_WR_FLUSH_ERR: the connection closed or failed first
-	StatusRemoteInvalidReq  Status = 8 // IBV_WC_REM_INV_REQ_ERR: the peer found the request malformed
-	StatusReceiverNotReady  Status = 9 // wire-only: RNR NAK (never reported in a completion)
-	statusCount                    = 10
+	StatusSuccess           Status = 0  // IBV_WC_SUCCESS
+	StatusLocalLengthError  Status = 1  // IBV_WC_LOC_LEN_ERR: a SEND did not fit the posted receive
+	StatusLocalProtError    Status = 2  // IBV_WC_LOC_PROT_ERR: local buffer outside its region or lkey wrong
+	StatusRemoteAccessError Status = 3  // IBV_WC_REM_ACCESS_ERR: wrong rkey, out of bounds, access not granted
+	StatusRemoteOpError     Status = 4  // IBV_WC_REM_OP_ERR: the responder could not complete the operation
+	StatusRetryExceeded     Status = 5  // IBV_WC_RETRY_EXC_ERR: the peer stopped answering
+	StatusRNRRetryExceeded  Status = 6  // IBV_WC_RNR_RETRY_EXC_ERR: no receive posted after all retries
+	StatusFlushed           Status = 7  // IBV_WC_WR_FLUSH_ERR: the connection closed or failed first
+	StatusRemoteInvalidReq  Status = 8  // IBV_WC_REM_INV_REQ_ERR: the peer found the request malformed
+	StatusReceiverNotReady  Status = 9  // wire-only: RNR NAK (never reported in a completion)
+	StatusLocalAccessError  Status = 10 // IBV_WC_LOC_ACCESS_ERR: a WRITE_IMM's target was refused; its receive completes with this
 )
 
 func (s Status) String() string {
@@ -39,6 +39,8 @@ func (s Status) String() string {
 		return "remote invalid request"
 	case StatusReceiverNotReady:
 		return "receiver not ready"
+	case StatusLocalAccessError:
+		return "local access error"
 	}
 	return "unknown status"
 }

@@ -567,6 +567,24 @@ func (c *Conn) failMsg(m *txMsg, st Status) {
 	c.checkFailed(m)
 }
 
+// breakStream puts q's send side in the error state after a message whose
+// receive the peer never consumed (receiver not ready to the end): the
+// peer's receives would no longer line up with our messages, so, as a verbs
+// QP does on an error completion, every later work request is flushed and
+// PostSend refuses new ones.
+func (c *Conn) breakStream(q *QueuePair) {
+	q.broken = true
+	for i := 0; i < q.sq.len(); i++ {
+		m := *q.sq.at(i)
+		if m.finished || m.status != StatusSuccess {
+			continue
+		}
+		m.status, m.segDone = StatusFlushed, true
+		m.finished = m.outstanding == 0
+	}
+	q.completeSends()
+}
+
 // checkDone finishes a message that has fully succeeded.
 func (c *Conn) checkDone(m *txMsg) {
 	if m.finished || m.status != StatusSuccess {

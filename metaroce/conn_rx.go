@@ -22,8 +22,17 @@ const (
 // dst_conn named c. body is everything after the header, without the CRC.
 func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
 	if h.Opcode == OpReset {
-		if rx.Peer == c.peer && c.state < connClosed {
+		// A RESET names, as its source, the connection id it did not know:
+		// our peer's id (or 0 for a refused CONNECT). Anything else is not
+		// about this connection.
+		want := c.remote
+		if c.state == connConnecting {
+			want = 0
+		}
+		if rx.Peer == c.peer && h.SrcConn == want && c.state < connClosed {
 			c.fail(StatusRetryExceeded)
+		} else {
+			c.c.StalePackets++
 		}
 		return
 	}
@@ -249,6 +258,7 @@ func (c *Conn) restartAfterRNR(now Time, m *txMsg, hint uint32) {
 	m.rnrTries++
 	if m.rnrTries > cfg.RNRRetries {
 		c.failMsg(m, StatusRNRRetryExceeded)
+		c.breakStream(m.qp)
 		return
 	}
 	c.c.RNRRetries++
@@ -357,29 +367,25 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		// The peer has not opened this stream yet: retry later.
 		return c.nak(h, &m, StatusReceiverNotReady)
 	}
-	chunk := 0
-	if h.Opcode != OpReadReq {
-		var ok bool
-		if chunk, ok = chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu); !ok {
-			return c.nak(h, &m, StatusRemoteInvalidReq)
-		}
-	}
 	switch h.Opcode {
 	case OpWrite, OpWriteImm:
-		start := m.RemoteAddr - uint64(m.Offset)
-		if start > m.RemoteAddr {
-			return c.nak(h, &m, StatusRemoteAccessError)
-		}
-		mr := c.ep.regions.checkRemote(q.pd, m.RKey, start, uint64(m.MsgLen), AccessRemoteWrite)
-		if mr == nil {
-			return c.nak(h, &m, StatusRemoteAccessError)
-		}
+		// A WRITE_IMM first claims its receive, so that any refusal below
+		// consumes it (with an error) and later receives stay aligned.
 		var slot *recvSlot
 		if h.Opcode == OpWriteImm {
 			var v verdict
 			if slot, v = c.recvTarget(h, &m, q, WCRecvWriteImm); slot == nil {
 				return v
 			}
+		}
+		chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
+		if !ok {
+			return c.refuseRecv(h, &m, q, slot, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+		}
+		start := m.RemoteAddr - uint64(m.Offset)
+		mr := c.ep.regions.checkRemote(q.pd, m.RKey, start, uint64(m.MsgLen), AccessRemoteWrite)
+		if start > m.RemoteAddr || mr == nil {
+			return c.refuseRecv(h, &m, q, slot, StatusRemoteAccessError, StatusLocalAccessError)
 		}
 		dst, _ := mr.span(m.RemoteAddr, uint64(len(payload)))
 		copy(dst, payload)
@@ -391,6 +397,10 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		slot, v := c.recvTarget(h, &m, q, WCRecv)
 		if slot == nil {
 			return v
+		}
+		chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
+		if !ok {
+			return c.refuseRecv(h, &m, q, slot, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
 		}
 		copy(slot.buf[m.Offset:], payload)
 		c.c.PayloadPlaced += uint64(len(payload))
@@ -409,6 +419,17 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		return dropped
 	}
 	return accepted
+}
+
+// refuseRecv NAKs a packet with wire status st and, if it had claimed a
+// receive, completes that receive with local status ls: the receive is
+// consumed either way, so the stream's later receives stay aligned.
+func (c *Conn) refuseRecv(h *Header, m *MsgHeader, q *QueuePair, slot *recvSlot, st, ls Status) verdict {
+	if slot != nil {
+		slot.done, slot.status = true, ls
+		q.completeRecvs()
+	}
+	return c.nak(h, m, st)
 }
 
 // recvTarget finds the posted receive a receive-consuming packet lands in.

@@ -45,6 +45,7 @@ var (
 	ErrNotUsable   = errors.New("metaroce: connection is closed or failed")
 	ErrStreamInUse = errors.New("metaroce: stream already has a queue pair")
 	ErrTooLarge    = errors.New("metaroce: message longer than 4 GiB - 1")
+	ErrStreamError = errors.New("metaroce: stream is in the error state")
 )
 
 // QueuePair is one ordered stream of a connection (a verbs QP). Many queue
@@ -64,6 +65,7 @@ type QueuePair struct {
 	nextRecvSeq  MsgSeq
 	blockedUntil Time // RNR back-off of the message being segmented
 	active       bool // in the connection's round robin of streams with data
+	broken       bool // send side in the error state (see Conn.breakStream)
 
 	rq     ring[recvSlot]
 	rqBase MsgSeq // recv_seq of rq's front
@@ -83,6 +85,9 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 	c := q.conn
 	if c.state >= connClosing {
 		return ErrNotUsable
+	}
+	if q.broken {
+		return ErrStreamError
 	}
 	if q.sq.len() >= c.ep.cfg.SendQueueDepth {
 		return ErrQueueFull

@@ -277,3 +277,7 @@ func (l *Link) Deliver(now int64, fn func(to Side, pkt []byte, k PathKey)) int {
 
 // Stats returns the counters so far.
 func (l *Link) Stats() Stats { return l.stats }
+
+// AddBlackout kills a path from b.At on, after the link was built (for
+// tests that decide mid-run that a path or the whole link dies).
+func (l *Link) AddBlackout(b Blackout) { l.cfg.Blackouts = append(l.cfg.Blackouts, b) }
