@@ -77,8 +77,9 @@ type Conn struct {
 	errNext int
 
 	picker     PathPicker
-	ctrlRR     int    // rotation of control packets over paths
-	acceptPath PathID // path the CONNECT came by (ACCEPT answers on it)
+	rtt        rttEstimator // over every path's samples: the fallback for paths without their own
+	ctrlRR     int          // rotation of control packets over paths
+	acceptPath PathID       // path the CONNECT came by (ACCEPT answers on it)
 
 	lastRx        Time
 	lastKeepalive Time
@@ -391,7 +392,7 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 	for i := range c.tx {
 		p := &c.tx[i]
 		if p.inUse > 0 {
-			at(p.lastProgress.Add(p.rto(cfg)))
+			at(p.lastProgress.Add(p.rto(cfg, &c.rtt)))
 		} else if p.failed {
 			at(p.reprobeAt)
 		}
@@ -451,7 +452,7 @@ func (c *Conn) onTimer(now Time) {
 	}
 	for i := range c.tx {
 		p := &c.tx[i]
-		if p.inUse > 0 && now >= p.lastProgress.Add(p.rto(cfg)) {
+		if p.inUse > 0 && now >= p.lastProgress.Add(p.rto(cfg, &c.rtt)) {
 			c.onPathTimeout(now, p)
 		} else if p.failed && p.inUse == 0 && now >= p.reprobeAt {
 			c.sendNop(now, p, true)

@@ -131,18 +131,12 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 		return
 	}
 	c.c.AckBlocksReceived++
-	var newest uint64
 	progress := false
 	retire := func(psn PSN) {
-		s := p.slot(psn)
-		if s.kind == slotFree || s.txSeq == 0 {
-			return
+		if s := p.slot(psn); s.kind != slotFree && s.sent {
+			c.retire(p, s)
+			progress = true
 		}
-		if s.txSeq > newest {
-			newest = s.txSeq
-		}
-		c.retire(p, s)
-		progress = true
 	}
 	for psn := p.una; psn.Less(b.Cum); psn++ {
 		retire(psn)
@@ -167,28 +161,29 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 		p.ecnSeen = b.ECNCount
 	}
 	p.rateHint = b.RateHint
+	if b.TSEcho <= p.lastStamp && b.TSEcho > p.delivered {
+		p.delivered = b.TSEcho
+		for psn := p.una; psn.Less(p.next); psn++ {
+			s := p.slot(psn)
+			if s.kind != slotFree && s.sent && !s.pending && s.sentAt < p.delivered {
+				s.pending = true
+				p.c.SackGaps++
+				p.c.RetransmitSACK++
+				c.c.SackGaps++
+				c.resend.push(resendRef{path: p.id, gen: p.gen, psn: psn})
+			}
+		}
+	}
 	if !progress {
 		return
 	}
 	if b.TSEcho > 0 && b.TSEcho <= now {
-		p.sampleRTT(now.Sub(b.TSEcho))
+		p.sample(now.Sub(b.TSEcho))
+		c.rtt.sample(now.Sub(b.TSEcho))
 	}
 	p.lastProgress = now
 	p.timeouts = 0
 	p.failed = false
-	if newest > p.ackedTx {
-		p.ackedTx = newest
-	}
-	for psn := p.una; psn.Less(p.next); psn++ {
-		s := p.slot(psn)
-		if s.kind != slotFree && !s.pending && s.txSeq != 0 && s.txSeq < p.ackedTx {
-			s.pending = true
-			p.c.SackGaps++
-			p.c.RetransmitSACK++
-			c.c.SackGaps++
-			c.resend.push(resendRef{path: p.id, gen: p.gen, psn: psn})
-		}
-	}
 }
 
 // retire settles an acknowledged slot.
@@ -229,7 +224,7 @@ func (c *Conn) onNak(now Time, body []byte) {
 		return
 	}
 	s := p.slot(n.PSN)
-	if s.kind != slotData || s.txSeq == 0 {
+	if s.kind != slotData || !s.sent {
 		return
 	}
 	m := s.msg
@@ -294,7 +289,7 @@ func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
 		// new entropy): not a loss, just a new space from PSN 0.
 		r.gen = h.PathGen
 		r.sb.reset()
-		r.unacked = 0
+		r.unacked, r.tsEcho = 0, 0
 	}
 	switch r.sb.classify(h.PSN) {
 	case psnBeyond:
@@ -306,7 +301,7 @@ func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
 		// would inflate the sender's RTT estimate).
 		r.c.DuplicatesReceived++
 		c.c.Duplicates++
-		r.tsEcho = h.Timestamp
+		r.tsEcho = max(r.tsEcho, h.Timestamp)
 		c.queueAck(now, h.Path, true)
 		return
 	}
@@ -328,7 +323,7 @@ func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
 		r.ecn++
 		r.c.CEReceived++
 	}
-	r.tsEcho = h.Timestamp
+	r.tsEcho = max(r.tsEcho, h.Timestamp)
 	r.unacked++
 	c.queueAck(now, h.Path, h.Flags&FlagAckReq != 0)
 }

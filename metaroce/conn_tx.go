@@ -172,9 +172,8 @@ func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
 
 // transmit stamps a slot's (re)transmission.
 func (c *Conn) transmit(now Time, p *txPath, s *txSlot) {
-	p.txSeq++
-	s.txSeq = p.txSeq
-	s.sentAt = now
+	s.sent = true
+	s.sentAt = p.lastStamp // stamped by writeSequenced
 	s.pending = false
 	p.c.TxPackets++
 	p.c.TxBytes += uint64(s.length)
@@ -221,6 +220,7 @@ func (c *Conn) writeSequenced(now Time, buf []byte, p *txPath, psn PSN, s *txSlo
 		}
 	}
 	h.PSN = psn
+	h.Timestamp = p.stamp(now)
 	if retransmit {
 		h.Flags |= FlagRetransmit
 	}
@@ -251,7 +251,7 @@ func (c *Conn) buildResend(now Time, buf []byte, r resendRef) (TxMeta, bool) {
 	if s.kind == slotFree || !s.pending {
 		return TxMeta{}, false
 	}
-	retransmit := s.txSeq != 0 // a fresh probe NOP is a first transmission
+	retransmit := s.sent // a fresh probe NOP is a first transmission
 	n := c.writeSequenced(now, buf, p, r.psn, s, retransmit)
 	c.transmit(now, p, s)
 	if retransmit {

@@ -6,10 +6,10 @@ func (c *Conn) debugString() string {
 	s := fmt.Sprintf("conn %d state=%s failure=%v resend=%d moved=%d active=%d jobs=%d ctrl=%d acks=%d deadline=%d\n", c.local, c.state, c.failure, c.resend.len(), c.moved.len(), c.active.len(), c.jobs.len(), c.ctrl.len(), c.ackList.len(), c.deadline)
 	for i := range c.tx {
 		p := &c.tx[i]
-		s += fmt.Sprintf(" tx%d gen=%d una=%d next=%d inUse=%d failed=%v timeouts=%d srtt=%v lastProg=%d acked=%d\n", i, p.gen, p.una, p.next, p.inUse, p.failed, p.timeouts, p.srtt, p.lastProgress, p.ackedTx)
+		s += fmt.Sprintf(" tx%d gen=%d una=%d next=%d inUse=%d failed=%v timeouts=%d srtt=%v lastProg=%d delivered=%d\n", i, p.gen, p.una, p.next, p.inUse, p.failed, p.timeouts, p.srtt, p.lastProgress, p.delivered)
 		for psn := p.una; psn.Less(p.next); psn++ {
 			sl := p.slot(psn)
-			s += fmt.Sprintf("   psn %d kind=%d pending=%v nop=%v txSeq=%d off=%d\n", psn, sl.kind, sl.pending, sl.nop, sl.txSeq, sl.offset)
+			s += fmt.Sprintf("   psn %d kind=%d pending=%v nop=%v sentAt=%d off=%d\n", psn, sl.kind, sl.pending, sl.nop, sl.sentAt, sl.offset)
 		}
 		r := &c.rx[i]
 		s += fmt.Sprintf(" rx%d gen=%d cum=%d sack=%x unacked=%d due=%d\n", i, r.gen, r.sb.cum, r.sb.sack, r.unacked, r.ackDue)

@@ -18,13 +18,13 @@ type txSlot struct {
 	kind    slotKind
 	pending bool   // queued for resend, not yet resent
 	nop     bool   // resend as NOP: the packet was refused or its message abandoned
+	sent    bool   // transmitted at least once
 	attempt uint16 // msg.attempt when the packet was built (RNR restarts bump it)
 	msg     *txMsg
 	job     *readJob
 	offset  uint32
 	length  uint32
-	txSeq   uint64 // path transmission counter at the last (re)send
-	sentAt  Time
+	sentAt  Time // stamp of the last (re)transmission (see txPath.stamp)
 }
 
 // txPath is the sender's view of one path: its sequence space, window,
@@ -35,17 +35,22 @@ type txPath struct {
 	plane   PlaneID
 	gen     uint16
 
-	next    PSN // next new PSN
-	una     PSN // oldest unacknowledged PSN; every PSN before it is retired
-	slots   []txSlot
-	mask    uint32
-	inUse   int // slots between una and next not yet acknowledged
-	window  int
-	txSeq   uint64 // transmissions on this path, for loss detection
-	ackedTx uint64 // highest txSeq among acknowledged packets
+	next   PSN // next new PSN
+	una    PSN // oldest unacknowledged PSN; every PSN before it is retired
+	slots  []txSlot
+	mask   uint32
+	inUse  int // slots between una and next not yet acknowledged
+	window int
+	// Every transmission on a path carries a distinct, increasing stamp
+	// (the send time, nudged forward by 1 ns when two would tie), and the
+	// receiver echoes the newest stamp it has received. So an echo names
+	// exactly one transmission: a packet stamped earlier and still
+	// unacknowledged was overtaken on a FIFO path, so it is lost — with no
+	// ambiguity about which copy of a resent packet arrived.
+	lastStamp Time // stamp of the newest transmission
+	delivered Time // newest stamp the receiver has echoed
 
-	srtt, rttvar time.Duration
-	hasRTT       bool
+	rttEstimator
 
 	lastProgress Time // last ACK that retired something, or last send into an idle path
 	timeouts     int  // consecutive tail-loss timeouts without progress
@@ -93,10 +98,17 @@ func (p *txPath) room() int {
 
 // rto is the tail-loss timeout: srtt + 4·rttvar (+ the peer's ACK delay),
 // doubled for every consecutive timeout, within [MinRTO, MaxRTO].
-func (p *txPath) rto(cfg *Config) time.Duration {
+//
+// A path without samples of its own borrows the connection-wide estimate
+// (conn, which may be a zero estimator): all paths of a connection span the
+// same fabric, and InitialRTO is far too long to wait on a path that was
+// dead before its first use.
+func (p *txPath) rto(cfg *Config, conn *rttEstimator) time.Duration {
 	d := cfg.InitialRTO
 	if p.hasRTT {
 		d = p.srtt + 4*p.rttvar + cfg.AckDelay
+	} else if conn.hasRTT {
+		d = conn.srtt + 4*conn.rttvar + cfg.AckDelay
 	}
 	if d < cfg.MinRTO {
 		d = cfg.MinRTO
@@ -110,25 +122,37 @@ func (p *txPath) rto(cfg *Config) time.Duration {
 	return d
 }
 
-// sampleRTT folds one RTT sample into the estimate (RFC 6298 gains).
-func (p *txPath) sampleRTT(r time.Duration) {
+// stamp returns the send stamp for a transmission at now.
+func (p *txPath) stamp(now Time) Time {
+	if now <= p.lastStamp {
+		now = p.lastStamp + 1
+	}
+	p.lastStamp = now
+	return now
+}
+
+// rttEstimator is a smoothed RTT and its variation (RFC 6298 gains).
+type rttEstimator struct {
+	srtt, rttvar time.Duration
+	hasRTT       bool
+}
+
+// sample folds one RTT sample into the estimate.
+func (e *rttEstimator) sample(r time.Duration) {
 	if r <= 0 {
 		return
 	}
-	if !p.hasRTT {
-		p.srtt, p.rttvar, p.hasRTT = r, r/2, true
+	if !e.hasRTT {
+		e.srtt, e.rttvar, e.hasRTT = r, r/2, true
 		return
 	}
-	diff := p.srtt - r
+	diff := e.srtt - r
 	if diff < 0 {
 		diff = -diff
 	}
-	p.rttvar += (diff - p.rttvar) / 4
-	p.srtt += (r - p.srtt) / 8
+	e.rttvar += (diff - e.rttvar) / 4
+	e.srtt += (r - e.srtt) / 8
 }
-
-// SRTT is the smoothed RTT estimate (0 before the first sample).
-func (p *txPath) SRTT() time.Duration { return p.srtt }
 
 // restart begins a new generation of the sequence space, after the path's
 // outstanding packets have been moved elsewhere.
@@ -136,7 +160,7 @@ func (p *txPath) restart() {
 	p.gen++
 	p.next, p.una, p.inUse = 0, 0, 0
 	clear(p.slots)
-	p.txSeq, p.ackedTx = 0, 0
+	p.delivered = 0
 	p.timeouts = 0
 }
 
