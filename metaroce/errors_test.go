@@ -283,7 +283,7 @@ func TestPeerRestartFailsOutstandingWork(t *testing.T) {
 	// incarnation takes its place. A's packets now reach a stranger.
 	nb, err := mr.NewEndpoint(mr.Config{Paths: 4, Node: 2, Incarnation: 99, AcceptIncoming: true})
 	require.NoError(t, err)
-	f.p.EP[1] = nb
+	f.p.Replace(1, nb)
 	w1, w2 := f.wait(t, f.cqa), f.wait(t, f.cqa)
 	require.Equal(t, uint64(1), w1.WRID)
 	require.Equal(t, mr.StatusRetryExceeded, w1.Status)

@@ -264,7 +264,9 @@ func (a *fzArena) checkGuards(t *testing.T, side string) {
 //	R  receive region: receives posted on [0,1024) and [1024,2048); the
 //	   rest is never posted and must never change
 //	D  READ destination: B has a READ of fzReadLen bytes from A's S
-//	   posted (not yet sent); D beyond it must never change
+//	   posted; its READ_REQ was sent and lost, so B has a sequenced packet
+//	   outstanding (ACKs and NAKs aimed at B act on real state); D beyond
+//	   the READ must never change
 //
 // and on A: S (source, remote read only) and AD (A's READ destination).
 type fzEnv struct {
@@ -280,6 +282,7 @@ type fzEnv struct {
 	origN, origS  []byte
 	origR, origD  []byte
 	origAD        []byte
+	readPath      PathID // path of B's lost READ_REQ (PSN 0)
 }
 
 func fzConfig() Config {
@@ -341,6 +344,18 @@ func fzNewEnv(t testing.TB) *fzEnv {
 	require.NoError(t, e.qb.PostRecv(now, RecvWR{ID: 101, Local: e.mrR.SGE(1024, 1024)}))
 	require.NoError(t, e.qb.PostSend(now, SendWR{ID: 200, Opcode: WRRead, Local: e.mrD.SGE(0, fzReadLen),
 		RemoteAddr: e.mrS.Addr(), RKey: e.mrS.RKey()}))
+	// The READ_REQ goes out and is lost: B resends it after its RTO.
+	for {
+		meta, ok := b.NextPacket(now, e.w.buf)
+		if !ok {
+			break
+		}
+		var h Header
+		require.NoError(t, h.Decode(e.w.buf[:meta.Len]))
+		if h.Opcode == OpReadReq {
+			e.readPath = h.Path
+		}
+	}
 	return e
 }
 
@@ -429,6 +444,21 @@ func TestFuzzEnvSeedExchange(t *testing.T) {
 		require.NotZero(t, ops[op], "no %v in the seed exchange", op)
 	}
 
+	// B's READ_REQ is really outstanding: a NAK of it fails the READ.
+	e := fzNewEnv(t)
+	p := make([]byte, HeaderLen+NakLen+CRCLen)
+	h := Header{Opcode: OpNak, DstConn: e.cb.LocalID(), SrcConn: e.ca.LocalID(), Incarnation: fzIncA, Path: e.readPath}
+	h.Put(p)
+	nb := NakBody{Path: e.readPath, Stream: fzStream, Status: StatusRemoteAccessError}
+	nb.Put(p[HeaderLen:])
+	e.w.ep[1].Receive(e.w.now, p[:SealCRC(p, HeaderLen+NakLen)], RxMeta{Peer: 0})
+	require.Equal(t, uint64(1), e.cb.Counters().NaksReceived)
+	e.run(100, 20e6)
+	wcs := make([]WorkCompletion, 4)
+	require.Equal(t, 1, e.cqb.Poll(wcs))
+	require.Equal(t, StatusRemoteAccessError, wcs[0].Status)
+	require.Equal(t, WCRead, wcs[0].Opcode)
+
 	// The environment is deterministic, so a captured packet replayed as
 	// is into a fresh one reaches placement: the raw seeds go deep.
 	for _, p := range pkts {
@@ -473,6 +503,16 @@ func FuzzEndpointReceive(f *testing.F) {
 		}
 		n = SealCRC(p, n)
 		f.Add(p[:n])
+	}
+	// NAKs of B's outstanding READ_REQ, with every refusal status.
+	for _, st := range []Status{StatusRemoteAccessError, StatusReceiverNotReady, StatusLocalLengthError,
+		StatusRemoteInvalidReq, StatusRemoteOpError} {
+		p := make([]byte, HeaderLen+NakLen+CRCLen)
+		h := Header{Opcode: OpNak, DstConn: env.cb.LocalID(), SrcConn: env.ca.LocalID(), Incarnation: fzIncA, Path: env.readPath}
+		h.Put(p)
+		nb := NakBody{Path: env.readPath, Stream: fzStream, Status: st}
+		nb.Put(p[HeaderLen:])
+		f.Add(p[:SealCRC(p, HeaderLen+NakLen)])
 	}
 	f.Add([]byte{})
 	f.Add(make([]byte, HeaderLen+CRCLen))

@@ -83,7 +83,7 @@ func TestReconnectAfterRestartFailsOldConnection(t *testing.T) {
 	// A restarts: same node id, new incarnation, and connects again.
 	na, err := mr.NewEndpoint(mr.Config{Paths: 4, Node: 1, Incarnation: 1234})
 	require.NoError(t, err)
-	f.p.EP[0] = na
+	f.p.Replace(0, na)
 	nc, err := na.Connect(f.p.Now, 1)
 	require.NoError(t, err)
 	rc := f.wait(t, f.cqb)

@@ -16,6 +16,10 @@ import (
 // accepts connections) joined by one memlink.Link. Each endpoint's peer
 // handle for the other is the other's index.
 type Pair struct {
+	// T are the two transports the pair drives (any metaroce.Transport).
+	T [2]metaroce.Transport
+	// EP are the same two endpoints when they are metaroce's (New); nil
+	// for pairs of other transports (NewTransports).
 	EP   [2]*metaroce.Endpoint
 	Link *memlink.Link
 	Now  metaroce.Time
@@ -49,8 +53,15 @@ func New(a, b metaroce.Config, link memlink.Config) (*Pair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("endpoint B: %w", err)
 	}
-	n := max(ea.MaxPacketLen(), eb.MaxPacketLen())
-	return &Pair{EP: [2]*metaroce.Endpoint{ea, eb}, Link: memlink.New(link), buf: make([]byte, n)}, nil
+	p := NewTransports(ea, eb, link)
+	p.EP = [2]*metaroce.Endpoint{ea, eb}
+	return p, nil
+}
+
+// NewTransports joins any two transports (the RoCEv2 baseline, say).
+func NewTransports(a, b metaroce.Transport, link memlink.Config) *Pair {
+	n := max(a.MaxPacketLen(), b.MaxPacketLen())
+	return &Pair{T: [2]metaroce.Transport{a, b}, Link: memlink.New(link), buf: make([]byte, n)}
 }
 
 // Steps is the number of events processed so far.
@@ -58,7 +69,7 @@ func (p *Pair) Steps() uint64 { return p.steps }
 
 // Flush lets both endpoints send everything they have ready now.
 func (p *Pair) Flush() {
-	for i, e := range p.EP {
+	for i, e := range p.T {
 		for {
 			meta, ok := e.NextPacket(p.Now, p.buf)
 			if !ok {
@@ -82,7 +93,7 @@ func (p *Pair) Step() bool {
 	if at, ok := p.Link.NextDelivery(); ok {
 		next = metaroce.Time(at)
 	}
-	for _, e := range p.EP {
+	for _, e := range p.T {
 		next = min(next, e.NextDeadline())
 	}
 	if next == metaroce.Never {
@@ -91,7 +102,7 @@ func (p *Pair) Step() bool {
 	p.steps++
 	p.Now = max(p.Now, next)
 	p.Link.Deliver(int64(p.Now), p.deliver)
-	for _, e := range p.EP {
+	for _, e := range p.T {
 		if e.NextDeadline() <= p.Now {
 			e.OnTimer(p.Now)
 		}
@@ -103,7 +114,7 @@ func (p *Pair) deliver(to memlink.Side, pkt []byte, k memlink.PathKey) {
 	if p.RxTap != nil {
 		p.RxTap(int(to), pkt)
 	}
-	p.EP[to].Receive(p.Now, pkt, metaroce.RxMeta{Peer: metaroce.PeerHandle(to.Other()), Plane: metaroce.PlaneID(k.Plane)})
+	p.T[to].Receive(p.Now, pkt, metaroce.RxMeta{Peer: metaroce.PeerHandle(to.Other()), Plane: metaroce.PlaneID(k.Plane)})
 }
 
 // ErrStalled means nothing was left to happen before the condition held.
@@ -136,4 +147,10 @@ func (p *Pair) Connect(limit metaroce.Time) (ca, cb *metaroce.Conn, err error) {
 		return cb != nil && ca.Established()
 	}, limit)
 	return ca, cb, err
+}
+
+// Replace puts a new metaroce endpoint in place of endpoint i, as when a
+// host restarts: packets in flight now reach the stranger.
+func (p *Pair) Replace(i int, e *metaroce.Endpoint) {
+	p.EP[i], p.T[i] = e, e
 }
