@@ -43,6 +43,11 @@ type movedPkt struct {
 // new NAKs are not queued, the sender resends and gets its NAK then.
 const maxCtrlQueue = 1024
 
+// maxReadJobs bounds READ responses a connection queues for its peer (the
+// responder resources of a verbs QP); more READ requests are answered
+// receiver-not-ready and retried by the requester.
+const maxReadJobs = 1024
+
 // Conn is a connection to one peer: many ordered streams above, many paths
 // below. All methods must be called on the endpoint's goroutine.
 type Conn struct {
@@ -483,7 +488,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 		return
 	}
 	span := int(p.una.Distance(p.next))
-	if span < SackBits && span < len(p.slots)-1 {
+	if span < SackBits && span < p.ringLen()-1 {
 		c.sendNop(now, p, false)
 		return
 	}

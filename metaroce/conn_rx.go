@@ -405,6 +405,10 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		if mr == nil {
 			return c.nak(h, &m, StatusRemoteAccessError)
 		}
+		if c.jobs.len() >= maxReadJobs {
+			// Like a NIC's responder resources: ask the requester to retry.
+			return c.nak(h, &m, StatusReceiverNotReady)
+		}
 		src, _ := mr.span(m.RemoteAddr, uint64(m.MsgLen))
 		j := c.newJob()
 		*j = readJob{stream: m.Stream, seq: m.MsgSeq, mr: mr, src: src, nChunks: chunksFor(m.MsgLen, c.mtu)}

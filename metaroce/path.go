@@ -69,11 +69,19 @@ func newTxPath(id PathID, entropy Entropy, plane PlaneID, window int) txPath {
 	for n < window+1 {
 		n <<= 1
 	}
-	return txPath{id: id, entropy: entropy, plane: plane, window: window,
-		slots: make([]txSlot, n), mask: uint32(n - 1)}
+	return txPath{id: id, entropy: entropy, plane: plane, window: window, mask: uint32(n - 1)}
 }
 
-func (p *txPath) slot(psn PSN) *txSlot { return &p.slots[uint32(psn)&p.mask] }
+// ringLen is the size of the slot ring (allocated on first send, so a
+// path that only ever receives costs no ring).
+func (p *txPath) ringLen() int { return int(p.mask) + 1 }
+
+func (p *txPath) slot(psn PSN) *txSlot {
+	if p.slots == nil {
+		p.slots = make([]txSlot, p.ringLen())
+	}
+	return &p.slots[uint32(psn)&p.mask]
+}
 
 // room is how many new packets the path may send now.
 func (p *txPath) room() int {
@@ -87,7 +95,7 @@ func (p *txPath) room() int {
 	if s := SackBits - span; s < r {
 		r = s
 	}
-	if s := len(p.slots) - 1 - span; s < r {
+	if s := p.ringLen() - 1 - span; s < r {
 		r = s
 	}
 	if r < 0 {
