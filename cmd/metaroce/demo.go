@@ -98,6 +98,7 @@ func runDemo(w io.Writer, o demoOpts) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nresent/lost = 1.000 means every lost packet was resent exactly once and nothing else was.\n")
+	fmt.Fprintf(w, "Reordering within one path is taken for loss (a gap on a path is loss, by design), so it costs resends.\n")
 	fmt.Fprintf(w, "Goodput is payload delivered per virtual second on the modelled link (headers and ACKs cost the rest).\n")
 	return nil
 }
