@@ -148,7 +148,8 @@ func (c *Conn) CreateQP(id StreamID, attr QPAttr) (*QueuePair, error) {
 	if attr.PD == nil || attr.PD.ep != c.ep {
 		return nil, ErrBadAccess
 	}
-	if int(id) >= c.ep.cfg.Streams {
+	if limit := c.ep.cfg.Streams; int(id) >= limit || (c.streams > 0 && int(id) >= c.streams) {
+		// Beyond our own limit, or beyond what the peer agreed to.
 		return nil, ErrField
 	}
 	if _, ok := c.qps[id]; ok {
@@ -528,8 +529,8 @@ func (c *Conn) failPath(now Time, p *txPath) {
 		p.c.Failures++
 		c.c.PathFailures++
 		p.reprobeWait = cfg.PathReprobe
-	} else if p.reprobeWait < 4*cfg.MaxRTO {
-		p.reprobeWait *= 2
+	} else {
+		p.reprobeWait = min(2*p.reprobeWait, 4*cfg.MaxRTO)
 	}
 	p.restart()
 	p.failed = true

@@ -89,7 +89,8 @@ func (c *Conn) onAccept(now Time, h *Header, body []byte) {
 		c.c.Malformed++
 		return
 	}
-	if int(b.Paths) > c.ep.cfg.Paths || int(b.MTU) > c.ep.cfg.MTU || int(b.Planes) > c.ep.cfg.Planes {
+	if int(b.Paths) > c.ep.cfg.Paths || int(b.MTU) > c.ep.cfg.MTU || int(b.Planes) > c.ep.cfg.Planes ||
+		int(b.Streams) > c.ep.cfg.Streams {
 		// ACCEPT may only lower what we proposed.
 		c.c.Malformed++
 		return
@@ -259,7 +260,8 @@ func (c *Conn) restartAfterRNR(now Time, m *txMsg, hint uint32) {
 	c.c.RNRRetries++
 	m.attempt++
 	m.segOff, m.segDone, m.ackedChunks = 0, false, 0
-	wait := cfg.RNRBackoff << (m.rnrTries - 1)
+	// The back-off doubles per retry, up to 2^16 times the first one.
+	wait := cfg.RNRBackoff << min(m.rnrTries-1, 16)
 	if h := Time(hint); h > Time(wait) {
 		wait = h.Sub(0)
 	}
@@ -369,18 +371,21 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		var slot *recvSlot
 		if h.Opcode == OpWriteImm {
 			var v verdict
-			if slot, v = c.recvTarget(h, &m, q, WCRecvWriteImm); slot == nil {
+			if slot, v = c.claimRecv(h, &m, q); slot == nil {
 				return v
 			}
 		}
 		chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
 		if !ok {
-			return c.refuseRecv(h, &m, q, slot, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+			return c.refuseRecv(h, &m, q, slot, WCRecvWriteImm, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
 		}
 		start := m.RemoteAddr - uint64(m.Offset)
 		mr := c.ep.regions.checkRemote(q.pd, m.RKey, start, uint64(m.MsgLen), AccessRemoteWrite)
 		if start > m.RemoteAddr || mr == nil {
-			return c.refuseRecv(h, &m, q, slot, StatusRemoteAccessError, StatusLocalAccessError)
+			return c.refuseRecv(h, &m, q, slot, WCRecvWriteImm, StatusRemoteAccessError, StatusLocalAccessError)
+		}
+		if slot != nil && !c.startRecv(slot, h, &m, WCRecvWriteImm) {
+			return c.refuseRecv(h, &m, q, slot, WCRecvWriteImm, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
 		}
 		dst, _ := mr.span(m.RemoteAddr, uint64(len(payload)))
 		copy(dst, payload)
@@ -389,13 +394,19 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 			c.recvChunk(q, slot, chunk)
 		}
 	case OpSend, OpSendImm:
-		slot, v := c.recvTarget(h, &m, q, WCRecv)
+		slot, v := c.claimRecv(h, &m, q)
 		if slot == nil {
 			return v
 		}
 		chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
 		if !ok {
-			return c.refuseRecv(h, &m, q, slot, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+			return c.refuseRecv(h, &m, q, slot, WCRecv, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+		}
+		if !slot.started && m.MsgLen > uint32(len(slot.buf)) {
+			return c.refuseRecv(h, &m, q, slot, WCRecv, StatusLocalLengthError, StatusLocalLengthError)
+		}
+		if !c.startRecv(slot, h, &m, WCRecv) {
+			return c.refuseRecv(h, &m, q, slot, WCRecv, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
 		}
 		copy(slot.buf[m.Offset:], payload)
 		c.c.PayloadPlaced += uint64(len(payload))
@@ -420,20 +431,25 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 	return accepted
 }
 
-// refuseRecv NAKs a packet with wire status st and, if it had claimed a
-// receive, completes that receive with local status ls: the receive is
-// consumed either way, so the stream's later receives stay aligned.
-func (c *Conn) refuseRecv(h *Header, m *MsgHeader, q *QueuePair, slot *recvSlot, st, ls Status) verdict {
+// refuseRecv NAKs a packet with wire status wire and, if it had claimed a
+// receive, completes that receive with local status local: the receive is
+// consumed either way, so the stream's later receives stay aligned, and a
+// late copy of the packet gets the same NAK.
+func (c *Conn) refuseRecv(h *Header, m *MsgHeader, q *QueuePair, slot *recvSlot, op WCOpcode, wire, local Status) verdict {
 	if slot != nil {
-		slot.done, slot.status = true, ls
+		if !slot.started {
+			slot.started, slot.opcode = true, op
+		}
+		slot.done, slot.status, slot.wire = true, local, wire
 		q.completeRecvs()
 	}
-	return c.nak(h, m, st)
+	return c.nak(h, m, wire)
 }
 
-// recvTarget finds the posted receive a receive-consuming packet lands in.
-// It returns nil with the verdict when the packet must not be placed.
-func (c *Conn) recvTarget(h *Header, m *MsgHeader, q *QueuePair, op WCOpcode) (*recvSlot, verdict) {
+// claimRecv finds the posted receive a receive-consuming packet lands in,
+// without changing it. It returns nil with the verdict when the packet must
+// not be placed.
+func (c *Conn) claimRecv(h *Header, m *MsgHeader, q *QueuePair) (*recvSlot, verdict) {
 	d := int32(m.RecvSeq - q.rqBase)
 	if d < 0 {
 		// The receive was completed: a late copy. Repeat its error, or
@@ -449,24 +465,25 @@ func (c *Conn) recvTarget(h *Header, m *MsgHeader, q *QueuePair, op WCOpcode) (*
 	s := q.rq.at(int(d))
 	if s.done {
 		if s.status != StatusSuccess {
-			return nil, c.nak(h, m, s.status)
+			return nil, c.nak(h, m, s.wire)
 		}
 		return nil, accepted
 	}
-	if !s.started {
-		if op == WCRecv && m.MsgLen > uint32(len(s.buf)) {
-			s.started, s.done, s.status, s.opcode = true, true, StatusLocalLengthError, op
-			q.completeRecvs()
-			return nil, c.nak(h, m, StatusLocalLengthError)
-		}
-		s.started, s.msgLen, s.opcode = true, m.MsgLen, op
-		s.hasImm = h.Opcode == OpSendImm || h.Opcode == OpWriteImm
-		s.imm = m.Imm
-		s.placed.reset(chunksFor(m.MsgLen, c.mtu))
-	} else if s.msgLen != m.MsgLen || s.opcode != op {
-		return nil, c.nak(h, m, StatusRemoteInvalidReq)
-	}
 	return s, accepted
+}
+
+// startRecv binds a receive to the message of its first packet, once every
+// check has passed, or checks that a later packet describes the same
+// message.
+func (c *Conn) startRecv(s *recvSlot, h *Header, m *MsgHeader, op WCOpcode) bool {
+	if s.started {
+		return s.msgLen == m.MsgLen && s.opcode == op
+	}
+	s.started, s.msgLen, s.opcode = true, m.MsgLen, op
+	s.hasImm = h.Opcode == OpSendImm || h.Opcode == OpWriteImm
+	s.imm = m.Imm
+	s.placed.reset(chunksFor(m.MsgLen, c.mtu))
+	return true
 }
 
 // recvChunk counts a placed chunk of a receive and completes it when whole.

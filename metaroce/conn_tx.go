@@ -7,6 +7,10 @@ type TxMeta struct {
 	Path    PathID
 	Entropy Entropy // UDP source port to use
 	Plane   PlaneID // NIC port / fabric plane to send on
+	// ECT asks the backend to send the packet ECN-capable, codepoint
+	// ECT(0), so switches mark it instead of dropping it. Every packet of
+	// this transport sets it; the field exists for transports that differ.
+	ECT bool
 }
 
 // produce writes the connection's next packet into buf, if it has one:
@@ -62,7 +66,7 @@ func (c *Conn) header(op Opcode, path PathID, now Time) Header {
 }
 
 func (c *Conn) meta(n int, path PathID) TxMeta {
-	m := TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + Entropy(path)}
+	m := TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + Entropy(path), ECT: true}
 	if int(path) < len(c.tx) {
 		m.Entropy, m.Plane = c.tx[path].entropy, c.tx[path].plane
 	}

@@ -140,6 +140,10 @@ func (e *Endpoint) peerSeen(c *Conn) {
 // fails is counted and dropped or answered.
 func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
 	e.c.RxPackets++
+	if len(pkt) > e.MaxPacketLen() {
+		e.c.Malformed++
+		return
+	}
 	var h Header
 	body, err := CheckCRC(pkt)
 	if err != nil {
@@ -157,6 +161,10 @@ func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
 		return
 	}
 	body = body[HeaderLen:]
+	if h.Opcode.headerOnly() && len(body) != 0 {
+		e.c.Malformed++
+		return
+	}
 	if h.Opcode == OpConnect {
 		e.onConnect(now, &h, body, rx)
 		return
@@ -164,7 +172,13 @@ func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
 	c := e.conns[h.DstConn]
 	if c == nil {
 		e.c.UnknownConn++
-		if h.Opcode != OpReset && h.Opcode != OpCloseAck {
+		switch h.Opcode {
+		case OpReset, OpCloseAck:
+		case OpClose:
+			// We closed already and our CLOSE_ACK was lost: repeat it, so
+			// the peer's orderly close does not end in a RESET.
+			e.reply(rx.Peer, OpCloseAck, h.SrcConn, h.DstConn)
+		default:
 			e.reply(rx.Peer, OpReset, h.SrcConn, h.DstConn)
 			e.c.ResetsSent++
 		}
@@ -237,7 +251,7 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
 		h.Put(buf)
 		n := SealCRC(buf, HeaderLen)
-		return TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase}, true
+		return TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}
 	for e.ready.len() > 0 {
 		c := e.ready.pop()

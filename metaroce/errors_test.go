@@ -345,3 +345,23 @@ func TestConnectRefused(t *testing.T) {
 	require.NoError(t, p.RunUntil(func() bool { return c.State() == "failed" }, 1e9))
 	require.Equal(t, uint64(1), p.EP[0].Counters().ConnectsRefused)
 }
+
+// TestCloseSurvivesLostCloseAck: the peer removed its connection and its
+// CLOSE_ACK was lost; the repeated CLOSE is answered with CLOSE_ACK, not
+// RESET, so the close ends orderly.
+func TestCloseSurvivesLostCloseAck(t *testing.T) {
+	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 13})
+	lost := 0
+	f.p.Tap = func(from int, pkt []byte, _ mr.TxMeta) {
+		var h mr.Header
+		if from == 1 && h.Decode(pkt) == nil && h.Opcode == mr.OpCloseAck && lost == 0 {
+			lost++
+			pkt[0] = 0xFF // version byte: the receiver drops it as malformed
+		}
+	}
+	f.ca.Close(f.p.Now)
+	require.NoError(t, f.p.RunUntil(func() bool { return f.p.EP[0].Connections() == 0 }, f.p.Now+1e9))
+	require.Equal(t, 1, lost)
+	require.Equal(t, "closed", f.ca.State())
+	require.Equal(t, mr.StatusSuccess, f.ca.Failure())
+}

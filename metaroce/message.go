@@ -115,7 +115,8 @@ type recvSlot struct {
 	imm     uint32
 	hasImm  bool
 	opcode  WCOpcode
-	status  Status
+	status  Status // the receive's completion status
+	wire    Status // the status NAKed to the sender, when status is an error
 	done    bool
 }
 

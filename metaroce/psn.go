@@ -3,7 +3,7 @@ package metaroce
 // PSN is a per-path packet sequence number. Sequence spaces are 32 bits wide
 // and wrap; all comparisons use serial-number arithmetic (RFC 1982), which is
 // valid while the two numbers being compared are less than 2^31 apart. A path
-// never has more than MaxPathWindow packets outstanding, far below that.
+// never has more than SackBits packets outstanding, far below that.
 type PSN uint32
 
 // Less reports whether p precedes q in serial-number order.

@@ -223,8 +223,8 @@ func (q *QueuePair) completeRecvs() {
 		if s.status == StatusSuccess {
 			wc.ByteLen = s.msgLen
 			q.conn.c.MessagesReceived++
-		} else {
-			q.conn.rememberError(q.id, q.rqBase, s.status)
+		} else if s.wire != StatusSuccess {
+			q.conn.rememberError(q.id, q.rqBase, s.wire)
 		}
 		if s.mr != nil {
 			s.mr.refs--

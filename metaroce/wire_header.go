@@ -58,6 +58,15 @@ func (o Opcode) Sequenced() bool { return o >= OpWrite && o <= OpNop }
 // CarriesMsg reports whether the opcode carries a MsgHeader extension.
 func (o Opcode) CarriesMsg() bool { return o >= OpWrite && o <= OpReadResp }
 
+// headerOnly reports whether packets of this opcode are the header alone.
+func (o Opcode) headerOnly() bool {
+	switch o {
+	case OpNop, OpClose, OpCloseAck, OpKeepalive, OpReset:
+		return true
+	}
+	return false
+}
+
 // CarriesPayload reports whether the opcode carries message payload.
 func (o Opcode) CarriesPayload() bool { return o.CarriesMsg() && o != OpReadReq }
 

@@ -22,7 +22,7 @@ for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{en
 	targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
 	for t in $targets; do
 		echo "== fuzz $pkg $t for $fuzztime"
-		go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" "$pkg"
+		go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$pkg"
 		ran=$((ran + 1))
 	done
 done

@@ -20,6 +20,8 @@ PACKAGES=(
 	dpdk
 	# packet captures and the Wireshark dissector checks
 	tshark
+	# independent RoCEv2 ICRC check (scapy.contrib.roce) in test/rocev2conformance
+	python3-scapy
 	# kernel fabric in network namespaces: impairments and ECMP
 	nftables
 	iproute2
