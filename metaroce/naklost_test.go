@@ -25,14 +25,7 @@ func TestLostNakIsRepeated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWirePair(t, Config{Paths: 2, MTU: 256})
 			a, b := w.ep[0], w.ep[1]
-			ca, _ := a.Connect(0, 1)
-			var cb *Conn
-			w.runUntil(t, func() bool {
-				if cb == nil {
-					cb, _ = b.Accept()
-				}
-				return ca.Established() && cb != nil
-			}, 1e9)
+			ca, cb := w.connect(t)
 			pda, pdb := a.AllocPD(), b.AllocPD()
 			cqa, cqb := NewCompletionQueue(8), NewCompletionQueue(8)
 			qa, _ := ca.CreateQP(0, QPAttr{PD: pda, SendCQ: cqa})

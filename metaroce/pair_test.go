@@ -89,18 +89,25 @@ func (w *wirePair) runUntil(t testing.TB, cond func() bool, limit Time) {
 	}
 }
 
+// connect opens a connection from endpoint 0 to endpoint 1 and runs until
+// both ends have it.
+func (w *wirePair) connect(t testing.TB) (ca, cb *Conn) {
+	t.Helper()
+	ca, err := w.ep[0].Connect(w.now, 1)
+	require.NoError(t, err)
+	w.runUntil(t, func() bool {
+		if cb == nil {
+			cb, _ = w.ep[1].Accept()
+		}
+		return ca.Established() && cb != nil
+	}, w.now+1e9)
+	return ca, cb
+}
+
 func TestPairWriteSendRead(t *testing.T) {
 	w := newWirePair(t, Config{Paths: 4, MTU: 1024})
 	a, b := w.ep[0], w.ep[1]
-	ca, err := a.Connect(0, 1)
-	require.NoError(t, err)
-	var cb *Conn
-	w.runUntil(t, func() bool {
-		if cb == nil {
-			cb, _ = b.Accept()
-		}
-		return ca.Established() && cb != nil
-	}, 1e9)
+	ca, cb := w.connect(t)
 
 	pda, pdb := a.AllocPD(), b.AllocPD()
 	cqa, cqb := NewCompletionQueue(64), NewCompletionQueue(64)

@@ -23,15 +23,7 @@ func TestSequenceWraparound(t *testing.T) {
 	w := newWirePair(t, Config{Paths: 3, MTU: 1024, PathWindow: 256})
 	rng := rand.New(rand.NewPCG(1, 2))
 	a, b := w.ep[0], w.ep[1]
-	ca, err := a.Connect(0, 1)
-	require.NoError(t, err)
-	var cb *Conn
-	w.runUntil(t, func() bool {
-		if cb == nil {
-			cb, _ = b.Accept()
-		}
-		return ca.Established() && cb != nil
-	}, 1e9)
+	ca, cb := w.connect(t)
 	const start = PSN(1<<32 - 300)
 	startSequencesAt(ca, start)
 	startSequencesAt(cb, start)
