@@ -28,11 +28,11 @@ deps:
 build:
 	$(GO) build -o $(BIN) ./cmd/metaroce
 
-# The protocol core must build and pass without cgo; the whole module is
-# then tested with cgo as usual.
+# The protocol cores (metaroce/, rocev2/) must build and pass without cgo;
+# the whole module is then tested with cgo as usual.
 test: deps
 	$(GO) vet ./...
-	CGO_ENABLED=0 $(GO) test ./metaroce/...
+	CGO_ENABLED=0 $(GO) test ./metaroce/... ./rocev2/...
 	$(GO) test -count=1 -timeout 15m ./...
 
 bench:

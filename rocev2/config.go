@@ -1,0 +1,188 @@
+package rocev2
+
+import (
+	"fmt"
+	"time"
+
+	mr "github.com/metaroce/metaroce/metaroce"
+)
+
+// Time, the packet metadata and peer handles are metaroce's: a backend
+// drives both transports with the same values.
+type (
+	Time       = mr.Time
+	RxMeta     = mr.RxMeta
+	TxMeta     = mr.TxMeta
+	PeerHandle = mr.PeerHandle
+)
+
+// Never is a deadline that never arrives.
+const Never = mr.Never
+
+// DefaultPeerIP is the address Config.PeerIP gives peer handle h when the
+// backend supplies none: 10.0.0.(h+1), so that in a two-endpoint setup
+// handle 0 is 10.0.0.1 and handle 1 is 10.0.0.2.
+func DefaultPeerIP(h PeerHandle) IPv4 {
+	v := uint32(h) + 1
+	return IPv4{10, byte(v >> 16), byte(v >> 8), byte(v)}
+}
+
+// Config holds an endpoint's parameters. The zero value of a field means
+// "use the default"; Defaults documents each default and Validate names the
+// field that is out of range. Where the field exists in verbs, its name and
+// units follow ibv_qp_attr.
+type Config struct {
+	// LocalIP is this endpoint's IPv4 address and PeerIP maps a peer handle
+	// to the peer's: both enter the ICRC (see ComputeICRC) and the CM's
+	// path GIDs. Defaults: 10.0.0.1 and DefaultPeerIP.
+	LocalIP IPv4
+	PeerIP  func(PeerHandle) IPv4
+
+	// MTU is the path MTU: payload bytes per packet, one of 256, 512, 1024,
+	// 2048, 4096. A connection uses the smaller of both sides'. Default 4096.
+	MTU int
+	// PKey is the partition key sent in every BTH. Default 0xFFFF.
+	PKey uint16
+
+	// AckTimeoutCode is the local ACK timeout as an IB code (ibv_qp_attr
+	// timeout): 4.096 µs * 2^code, 1..31. Default 8 (1.05 ms), close to
+	// metaroce's initial RTO; perftest uses 14 (67 ms).
+	AckTimeoutCode uint8
+	// RetryCount is how often a requester retries after a local ACK
+	// timeout, a PSN sequence NAK or a missing READ response before the
+	// work request fails with StatusRetryExceeded (ibv_qp_attr retry_cnt,
+	// 0..7 in the IBA). Values up to 255 are accepted as an extension for
+	// experiments on very lossy links; the CM carries min(value, 7).
+	// Default 7.
+	RetryCount int
+	// RNRRetry is how often a requester retries after an RNR NAK
+	// (ibv_qp_attr rnr_retry, 0..7; 7 means without limit, as in the IBA).
+	// Default 7.
+	RNRRetry int
+	// MinRNRTimer is the RNR NAK timer code this endpoint's responder
+	// sends (ibv_qp_attr min_rnr_timer, IBA Table 45). Default 12 (0.64 ms,
+	// perftest's value).
+	MinRNRTimer uint8
+	// AckReqEvery: the requester sets AckReq on the last packet of every
+	// message and on every AckReqEvery-th packet of a long one, so ACKs
+	// come at least that often. Default 8.
+	AckReqEvery int
+	// MaxRdAtomic bounds the READ requests a requester has outstanding
+	// (ibv_qp_attr max_rd_atomic; the CM negotiates it down to the peer's
+	// responder resources). Default 16, ConnectX's maximum.
+	MaxRdAtomic int
+
+	// SendQueueDepth and RecvQueueDepth bound the outstanding work requests
+	// of a QP. Defaults 4096 and 4096.
+	SendQueueDepth int
+	RecvQueueDepth int
+
+	// AcceptIncoming makes the endpoint accept CM REQs.
+	AcceptIncoming bool
+	// ConnectRetry is the interval between CM REQ (and REP) retransmissions
+	// and ConnectRetries how many are sent before the connection fails.
+	// Defaults 1 ms and 15 (the CM's largest Max CM Retries).
+	ConnectRetry   time.Duration
+	ConnectRetries int
+
+	// QPNBase is the first QP number allocated; numbers are unique per
+	// endpoint and never 0 or 1. Default 0x100.
+	QPNBase uint32
+	// PSNSeed seeds the starting PSN of each QP (a hash of seed and QPN, as
+	// NICs pick pseudo-random starting PSNs). Tests set it to exercise the
+	// 24-bit wrap.
+	PSNSeed uint32
+
+	// LineRateBps is the port's line rate. The endpoint never sends faster
+	// (counting FrameOverhead per packet) and DCQCN never exceeds it.
+	// Default 100e9.
+	LineRateBps float64
+	// FrameOverhead is added to each packet's length when pacing: the
+	// Ethernet (14 + 4 FCS), IPv4 (20) and UDP (8) headers around the UDP
+	// payload the core writes. Default 46.
+	FrameOverhead int
+
+	// DCQCN configures congestion control; see DCQCNConfig.
+	DCQCN DCQCNConfig
+}
+
+// Defaults returns c with every zero field set to its default.
+func (c Config) Defaults() Config {
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.LocalIP == (IPv4{}) {
+		c.LocalIP = IPv4{10, 0, 0, 1}
+	}
+	if c.PeerIP == nil {
+		c.PeerIP = DefaultPeerIP
+	}
+	setInt(&c.MTU, 4096)
+	if c.PKey == 0 {
+		c.PKey = DefaultPKey
+	}
+	if c.AckTimeoutCode == 0 {
+		c.AckTimeoutCode = 8
+	}
+	setInt(&c.RetryCount, 7)
+	setInt(&c.RNRRetry, 7)
+	if c.MinRNRTimer == 0 {
+		c.MinRNRTimer = 12
+	}
+	setInt(&c.AckReqEvery, 8)
+	setInt(&c.MaxRdAtomic, 16)
+	setInt(&c.SendQueueDepth, 4096)
+	setInt(&c.RecvQueueDepth, 4096)
+	if c.ConnectRetry == 0 {
+		c.ConnectRetry = time.Millisecond
+	}
+	setInt(&c.ConnectRetries, 15)
+	if c.QPNBase == 0 {
+		c.QPNBase = 0x100
+	}
+	if c.LineRateBps == 0 {
+		c.LineRateBps = 100e9
+	}
+	setInt(&c.FrameOverhead, 46)
+	c.DCQCN = c.DCQCN.Defaults()
+	return c
+}
+
+// Validate reports the first field out of range, by name.
+func (c Config) Validate() error {
+	if mtuCode(c.MTU) == 0 {
+		return fmt.Errorf("rocev2: config MTU = %d, want 256, 512, 1024, 2048 or 4096", c.MTU)
+	}
+	type rng struct {
+		name      string
+		v, lo, hi int
+	}
+	for _, r := range []rng{
+		{"AckTimeoutCode", int(c.AckTimeoutCode), 1, 31},
+		{"RetryCount", c.RetryCount, 0, 255},
+		{"RNRRetry", c.RNRRetry, 0, 7},
+		{"MinRNRTimer", int(c.MinRNRTimer), 0, 31},
+		{"AckReqEvery", c.AckReqEvery, 1, 1 << 16},
+		{"MaxRdAtomic", c.MaxRdAtomic, 1, 255},
+		{"SendQueueDepth", c.SendQueueDepth, 1, 1 << 20},
+		{"RecvQueueDepth", c.RecvQueueDepth, 1, 1 << 20},
+		{"ConnectRetries", c.ConnectRetries, 1, 1000},
+		{"FrameOverhead", c.FrameOverhead, 0, 1 << 10},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return fmt.Errorf("rocev2: config %s = %d, want %d..%d", r.name, r.v, r.lo, r.hi)
+		}
+	}
+	if c.QPNBase < 2 || c.QPNBase > PSNMask {
+		return fmt.Errorf("rocev2: config QPNBase = %#x, want 2..0xFFFFFF", c.QPNBase)
+	}
+	if c.ConnectRetry <= 0 {
+		return fmt.Errorf("rocev2: config ConnectRetry = %v, want > 0", c.ConnectRetry)
+	}
+	if !(c.LineRateBps > 0) || c.LineRateBps > 1e13 {
+		return fmt.Errorf("rocev2: config LineRateBps = %v, want > 0 and <= 1e13", c.LineRateBps)
+	}
+	return c.DCQCN.Validate()
+}

@@ -1,0 +1,272 @@
+package rocev2
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	mr "github.com/metaroce/metaroce/metaroce"
+)
+
+var _ mr.Transport = (*Endpoint)(nil)
+
+// cmReply is a CM message that does not belong to a live QP (REJ for a
+// refused REQ, DREP for an unknown DREQ).
+type cmReply struct {
+	peer PeerHandle
+	msg  CMMessage
+}
+
+// maxReplies bounds queued replies, so a flood of REQs cannot grow memory.
+const maxReplies = 256
+
+// Endpoint is one RoCEv2 port: the device context of the verbs-like API.
+// It owns memory regions and QPs (one Conn per RC QP pair).
+//
+// The owner drives it through metaroce.Transport: Receive for every
+// arriving UDP payload, NextPacket until it reports nothing to send, and
+// OnTimer whenever the clock reaches NextDeadline. None of them blocks or
+// keeps a caller's buffer past the call.
+//
+// The endpoint paces everything it sends at LineRateBps (the port cannot
+// send faster), and each QP's requests and READ responses at its DCQCN rate
+// on top. So NextPacket may return false with work waiting: NextDeadline
+// then says when to ask again.
+type Endpoint struct {
+	cfg     Config
+	regions regionTable
+	pds     uint32
+
+	qps      map[uint32]*Conn
+	nextQPN  uint32
+	accepted ring[*Conn]
+	ready    ring[*Conn]
+	timers   connHeap
+	replies  ring[cmReply]
+	due      []*Conn
+	cmPSN    PSN
+	nextTID  uint64
+
+	now      Time    // the latest time any entry point was called with
+	portFree float64 // when the port may start the next packet, ns
+
+	c EndpointCounters
+}
+
+// NewEndpoint validates cfg (after Defaults) and returns an endpoint.
+func NewEndpoint(cfg Config) (*Endpoint, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Endpoint{cfg: cfg, qps: make(map[uint32]*Conn), nextQPN: cfg.QPNBase, nextTID: 1}, nil
+}
+
+// Config returns the effective configuration.
+func (e *Endpoint) Config() Config { return e.cfg }
+
+// Counters returns the endpoint-level counters (owner goroutine only).
+func (e *Endpoint) Counters() *EndpointCounters { return &e.c }
+
+// MaxPacketLen is the largest UDP payload the endpoint writes: BTH, RETH
+// and ImmDt, a full MTU of payload and the ICRC (or a CM packet, if that is
+// longer). NextPacket's buffer must be at least this long.
+func (e *Endpoint) MaxPacketLen() int {
+	return max(BTHLen+RETHLen+ImmLen+e.cfg.MTU+ICRCLen, CMPacketLen)
+}
+
+// AllocPD returns a new protection domain (ibv_alloc_pd).
+func (e *Endpoint) AllocPD() *ProtectionDomain {
+	e.pds++
+	return &ProtectionDomain{ep: e, id: e.pds}
+}
+
+// Connections returns the number of QPs that are not closed.
+func (e *Endpoint) Connections() int { return len(e.qps) }
+
+// ErrNoQPN is returned when every QP number is in use.
+var ErrNoQPN = errors.New("rocev2: no free QP number")
+
+func (e *Endpoint) newConn(now Time, peer PeerHandle) (*Conn, error) {
+	if len(e.qps) >= PSNMask-2 {
+		return nil, ErrNoQPN
+	}
+	for e.qps[e.nextQPN] != nil || e.nextQPN < 2 {
+		e.nextQPN = (e.nextQPN + 1) & PSNMask
+	}
+	c := newConn(e, now, peer, e.nextQPN)
+	e.nextQPN = (e.nextQPN + 1) & PSNMask
+	e.qps[c.qpn] = c
+	return c, nil
+}
+
+// Connect starts an RC connection to peer with a CM REQ. Work requests may
+// be posted at once (after CreateQP); they go out once the peer's REP
+// arrives. If it never does, the connection fails after ConnectRetries
+// REQs and its work requests complete with StatusRetryExceeded or
+// StatusFlushed.
+func (e *Endpoint) Connect(now Time, peer PeerHandle) (*Conn, error) {
+	c, err := e.newConn(now, peer)
+	if err != nil {
+		return nil, err
+	}
+	c.outbound = true
+	c.state = stateConnecting
+	c.tid = e.nextTID<<24 | uint64(c.qpn)
+	e.nextTID++
+	c.retryAt = now
+	e.touch(c, now)
+	return c, nil
+}
+
+// Accept returns the next connection a peer opened, if any. The peer's
+// requests are answered with RNR NAKs until CreateQP gives the connection
+// its protection domain and completion queues.
+func (e *Endpoint) Accept() (*Conn, bool) {
+	if e.accepted.len() == 0 {
+		return nil, false
+	}
+	return e.accepted.pop(), true
+}
+
+// forget removes a closed or failed QP.
+func (e *Endpoint) forget(c *Conn) {
+	if e.qps[c.qpn] == c {
+		delete(e.qps, c.qpn)
+	}
+	e.timers.remove(c)
+}
+
+// reply queues a CM message outside any live QP.
+func (e *Endpoint) reply(peer PeerHandle, m CMMessage) {
+	if e.replies.len() < maxReplies {
+		e.replies.push(cmReply{peer: peer, msg: m})
+	}
+}
+
+func (e *Endpoint) seen(now Time) {
+	if now > e.now {
+		e.now = now
+	}
+}
+
+// Receive processes one UDP payload from the wire. pkt is only read, and
+// only during the call. Every packet is decoded and its ICRC checked before
+// anything is placed; what fails is counted and dropped.
+func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
+	e.seen(now)
+	e.c.RxPackets++
+	var p Packet
+	if err := p.Decode(pkt); err != nil {
+		e.c.Malformed++
+		return
+	}
+	if p.BTH.DestQP == GSIQP {
+		e.receiveCM(now, pkt, &p, rx)
+		return
+	}
+	c := e.qps[p.BTH.DestQP]
+	if c == nil || c.state == stateConnecting {
+		e.c.UnknownQP++
+		return
+	}
+	if !CheckICRC(pkt, c.rxFlow) {
+		e.c.ICRCDrops++
+		c.c.ICRCDrops++
+		return
+	}
+	c.receive(now, &p, rx, len(pkt))
+	if c.state < stateClosed {
+		e.touch(c, now)
+	}
+}
+
+// touch recomputes c's timer and readiness after anything happened to it.
+func (e *Endpoint) touch(c *Conn, now Time) {
+	if c.state >= stateClosed {
+		return
+	}
+	d, ready := c.computeDeadline(now)
+	c.deadline = d
+	e.timers.set(c)
+	if ready && !c.inReady {
+		c.inReady = true
+		e.ready.push(c)
+	}
+}
+
+// NextPacket writes the next UDP payload to send into buf and says where it
+// goes. It returns false when nothing may be sent now: nothing is ready,
+// the port is busy at line rate, or every QP with data is paced by DCQCN.
+// buf must hold MaxPacketLen bytes; the endpoint keeps no reference to it.
+func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
+	if len(buf) < e.MaxPacketLen() {
+		panic(fmt.Sprintf("rocev2: NextPacket buffer of %d bytes, need %d", len(buf), e.MaxPacketLen()))
+	}
+	e.seen(now)
+	if float64(now) < e.portFree {
+		return TxMeta{}, false
+	}
+	if e.replies.len() > 0 {
+		r := e.replies.pop()
+		n := e.putCM(buf, r.peer, &r.msg)
+		e.c.CMSent++
+		if r.msg.Attr == AttrREJ {
+			e.c.CMRejectsSent++
+		}
+		e.portUsed(now, n)
+		return TxMeta{Len: n, Peer: r.peer, Entropy: mr.Entropy(GSIPort)}, true
+	}
+	for e.ready.len() > 0 {
+		c := e.ready.pop()
+		c.inReady = false
+		if c.state >= stateClosed {
+			continue
+		}
+		meta, ok := c.produce(now, buf)
+		if ok {
+			// Round robin: the QP goes to the back of the line.
+			e.touch(c, now)
+			e.portUsed(now, meta.Len)
+			return meta, true
+		}
+		c.deadline, _ = c.computeDeadline(now)
+		e.timers.set(c)
+	}
+	return TxMeta{}, false
+}
+
+// portUsed accounts a packet of n bytes on the port's line-rate pacer.
+func (e *Endpoint) portUsed(now Time, n int) {
+	e.portFree = max(e.portFree, float64(now)) + txDuration(n+e.cfg.FrameOverhead, e.cfg.LineRateBps)
+}
+
+// NextDeadline is the earliest time OnTimer (or NextPacket, for work the
+// port pacer holds back) must run; Never if none.
+func (e *Endpoint) NextDeadline() Time {
+	d := Never
+	if e.timers.len() > 0 {
+		d = e.timers.min()
+	}
+	if e.ready.len() > 0 || e.replies.len() > 0 {
+		if pf := Time(math.Ceil(e.portFree)); pf > e.now && pf < d {
+			d = pf
+		}
+	}
+	return d
+}
+
+// OnTimer runs every timer due at now: local ACK timeouts, RNR waits, DCQCN
+// pacing, CM retransmissions.
+func (e *Endpoint) OnTimer(now Time) {
+	e.seen(now)
+	e.due = e.due[:0]
+	for e.timers.len() > 0 && e.timers.min() <= now {
+		e.due = append(e.due, e.timers.popMin())
+	}
+	for _, c := range e.due {
+		c.onTimer(now)
+		e.touch(c, now)
+	}
+	clear(e.due)
+}

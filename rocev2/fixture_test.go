@@ -1,0 +1,97 @@
+package rocev2_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/engine/memlink"
+	"github.com/metaroce/metaroce/engine/mempair"
+	"github.com/metaroce/metaroce/rocev2"
+)
+
+// pair builds two endpoints joined by a memlink: A (handle 0, 10.0.0.1)
+// and B (handle 1, 10.0.0.2, accepting connections).
+func pair(t testing.TB, a, b rocev2.Config, link memlink.Config) (*mempair.Pair, *rocev2.Endpoint, *rocev2.Endpoint) {
+	t.Helper()
+	a.LocalIP = rocev2.DefaultPeerIP(0)
+	b.LocalIP = rocev2.DefaultPeerIP(1)
+	b.AcceptIncoming = true
+	ea, err := rocev2.NewEndpoint(a)
+	require.NoError(t, err)
+	eb, err := rocev2.NewEndpoint(b)
+	require.NoError(t, err)
+	return mempair.NewTransports(ea, eb, link), ea, eb
+}
+
+// connect opens a QP from A to B and runs until both ends are established.
+func connect(t testing.TB, p *mempair.Pair, ea, eb *rocev2.Endpoint) (ca, cb *rocev2.Conn) {
+	t.Helper()
+	ca, err := ea.Connect(p.Now, 1)
+	require.NoError(t, err)
+	require.NoError(t, p.RunUntil(func() bool {
+		if cb == nil {
+			cb, _ = eb.Accept()
+		}
+		return cb != nil && ca.Established()
+	}, p.Now+1e9))
+	return ca, cb
+}
+
+// fixture is one established QP A->B with PD, CQs and a 64 KiB source at A.
+type fixture struct {
+	p        *mempair.Pair
+	ea, eb   *rocev2.Endpoint
+	ca, cb   *rocev2.Conn
+	pa, pb   *rocev2.ProtectionDomain
+	cqa, cqb *rocev2.CompletionQueue
+	qa, qb   *rocev2.QueuePair
+	src      *rocev2.MemoryRegion
+}
+
+func newFixture(t testing.TB, cfg rocev2.Config, link memlink.Config) *fixture {
+	t.Helper()
+	if link.Delay == 0 {
+		link.Delay = 2000
+	}
+	f := &fixture{}
+	f.p, f.ea, f.eb = pair(t, cfg, cfg, link)
+	f.ca, f.cb = connect(t, f.p, f.ea, f.eb)
+	f.pa, f.pb = f.ea.AllocPD(), f.eb.AllocPD()
+	f.cqa, f.cqb = rocev2.NewCompletionQueue(16), rocev2.NewCompletionQueue(16)
+	var err error
+	f.qa, err = f.ca.CreateQP(rocev2.QPAttr{PD: f.pa, SendCQ: f.cqa, RecvCQ: f.cqa})
+	require.NoError(t, err)
+	f.qb, err = f.cb.CreateQP(rocev2.QPAttr{PD: f.pb, SendCQ: f.cqb, RecvCQ: f.cqb})
+	require.NoError(t, err)
+	buf := make([]byte, 64<<10)
+	for i := range buf {
+		buf[i] = byte(i*13 + 1)
+	}
+	f.src, err = f.pa.RegisterMR(buf, rocev2.AccessLocalWrite)
+	require.NoError(t, err)
+	return f
+}
+
+// region registers n bytes filled with 0xEE.
+func region(t testing.TB, pd *rocev2.ProtectionDomain, n int, access rocev2.Access) (*rocev2.MemoryRegion, []byte) {
+	t.Helper()
+	b := bytes.Repeat([]byte{0xEE}, n)
+	m, err := pd.RegisterMR(b, access)
+	require.NoError(t, err)
+	return m, b
+}
+
+// wait runs until cq yields one completion and returns it.
+func (f *fixture) wait(t testing.TB, cq *rocev2.CompletionQueue) rocev2.WorkCompletion {
+	t.Helper()
+	var wc [1]rocev2.WorkCompletion
+	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+60e9))
+	return wc[0]
+}
+
+func (f *fixture) post(t testing.TB, wr rocev2.SendWR) {
+	t.Helper()
+	require.NoError(t, f.qa.PostSend(f.p.Now, wr))
+}

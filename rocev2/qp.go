@@ -1,0 +1,208 @@
+package rocev2
+
+import (
+	"errors"
+	"fmt"
+
+	mr "github.com/metaroce/metaroce/metaroce"
+)
+
+// Work request opcodes (metaroce's).
+const (
+	WRWrite    = mr.WRWrite
+	WRWriteImm = mr.WRWriteImm
+	WRSend     = mr.WRSend
+	WRSendImm  = mr.WRSendImm
+	WRRead     = mr.WRRead
+)
+
+// QPAttr configures a queue pair.
+type QPAttr struct {
+	PD     *ProtectionDomain
+	SendCQ *CompletionQueue
+	RecvCQ *CompletionQueue
+}
+
+// Errors of the queue-pair API.
+var (
+	ErrQueueFull = errors.New("rocev2: work queue full")
+	ErrNotUsable = errors.New("rocev2: QP is closed")
+	ErrQPError   = errors.New("rocev2: QP is in the error state")
+	ErrQPExists  = errors.New("rocev2: connection already has its queue pair")
+	ErrNoQP      = errors.New("rocev2: CreateQP has not been called")
+	ErrTooLarge  = errors.New("rocev2: message longer than 2 GiB")
+)
+
+// MaxMessageLen is the largest message (IBA: 2^31 bytes).
+const MaxMessageLen = 1 << 31
+
+// QueuePair is the RC queue pair of a Conn (one per connection).
+type QueuePair struct {
+	conn   *Conn
+	pd     *ProtectionDomain
+	sendCQ *CompletionQueue
+	recvCQ *CompletionQueue
+	rq     ring[recvSlot]
+}
+
+// wqe is a send work request on its way out. Its PSNs are assigned when the
+// requester first reaches it, since the path MTU is known only once the
+// connection is up.
+type wqe struct {
+	id       uint64
+	op       WROpcode
+	mr       *MemoryRegion
+	local    []byte
+	length   uint32
+	raddr    uint64
+	rkey     uint32
+	imm      uint32
+	first    PSN
+	npkts    int // PSNs the message occupies (READ: response packets)
+	reqStart int // READ: packet index the latest request started at
+}
+
+// recvSlot is a posted receive.
+type recvSlot struct {
+	id  uint64
+	mr  *MemoryRegion
+	buf []byte
+}
+
+// Conn is the queue pair's connection.
+func (q *QueuePair) Conn() *Conn { return q.conn }
+
+// QPN is the queue pair's number.
+func (q *QueuePair) QPN() uint32 { return q.conn.qpn }
+
+// OutstandingSends is the number of send work requests not yet completed.
+func (q *QueuePair) OutstandingSends() int { return q.conn.sq.len() }
+
+// PostedRecvs is the number of receives not yet completed.
+func (q *QueuePair) PostedRecvs() int { return q.rq.len() }
+
+// PostSend queues a WRITE, SEND or READ (ibv_post_send). The local buffer
+// is checked now; remote checks happen at the responder and come back as
+// an error completion. The buffer belongs to the endpoint until the
+// completion is polled.
+func (q *QueuePair) PostSend(now Time, wr SendWR) error {
+	c := q.conn
+	if err := q.usable(); err != nil {
+		return err
+	}
+	if c.sq.len() >= c.ep.cfg.SendQueueDepth {
+		return ErrQueueFull
+	}
+	need := Access(0)
+	switch wr.Opcode {
+	case WRWrite, WRWriteImm, WRSend, WRSendImm:
+	case WRRead:
+		need = AccessLocalWrite
+	default:
+		return fmt.Errorf("rocev2: unknown work request opcode %d", wr.Opcode)
+	}
+	if uint64(wr.Local.Length) > MaxMessageLen {
+		return ErrTooLarge
+	}
+	var m *MemoryRegion
+	var local []byte
+	if wr.Local.Length > 0 {
+		var ok bool
+		m, local, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, need)
+		if !ok {
+			return ErrBadSGE
+		}
+		m.refs++
+	}
+	w := c.newWQE()
+	*w = wqe{id: wr.ID, op: wr.Opcode, mr: m, local: local, length: wr.Local.Length,
+		raddr: wr.RemoteAddr, rkey: uint32(wr.RKey), imm: wr.Imm}
+	c.sq.push(w)
+	c.ep.touch(c, now)
+	return nil
+}
+
+// PostRecv queues a receive buffer (ibv_post_recv). SENDs and WRITEs with
+// immediate consume receives in posting order.
+func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
+	c := q.conn
+	if err := q.usable(); err != nil {
+		return err
+	}
+	if q.rq.len() >= c.ep.cfg.RecvQueueDepth {
+		return ErrQueueFull
+	}
+	var m *MemoryRegion
+	var buf []byte
+	if wr.Local.Length > 0 {
+		var ok bool
+		m, buf, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, AccessLocalWrite)
+		if !ok {
+			return ErrBadSGE
+		}
+		m.refs++
+	}
+	q.rq.push(recvSlot{id: wr.ID, mr: m, buf: buf})
+	return nil
+}
+
+func (q *QueuePair) usable() error {
+	switch {
+	case q.conn.state == stateError:
+		return ErrQPError
+	case q.conn.state >= stateClosed:
+		return ErrNotUsable
+	case q.pd == nil:
+		return ErrNoQP
+	}
+	return nil
+}
+
+func (c *Conn) newWQE() *wqe {
+	if n := len(c.wqePool); n > 0 {
+		w := c.wqePool[n-1]
+		c.wqePool = c.wqePool[:n-1]
+		return w
+	}
+	return &wqe{}
+}
+
+// completeSend reports a finished send work request and recycles it.
+func (c *Conn) completeSend(w *wqe, st Status) {
+	wc := WorkCompletion{WRID: w.id, Status: st, Conn: mr.ConnID(c.qpn)}
+	switch w.op {
+	case WRSend, WRSendImm:
+		wc.Opcode = mr.WCSend
+	case WRWrite, WRWriteImm:
+		wc.Opcode = mr.WCWrite
+	case WRRead:
+		wc.Opcode = mr.WCRead
+	}
+	if st == StatusSuccess {
+		wc.ByteLen = w.length
+		c.c.MessagesSent++
+	}
+	if c.qp.sendCQ != nil {
+		c.qp.sendCQ.push(wc)
+	}
+	if w.mr != nil {
+		w.mr.refs--
+	}
+	*w = wqe{}
+	c.wqePool = append(c.wqePool, w)
+}
+
+// completeRecv reports a finished receive.
+func (c *Conn) completeRecv(s *recvSlot, st Status, n uint32, op WCOpcode, imm uint32, hasImm bool) {
+	wc := WorkCompletion{WRID: s.id, Status: st, Opcode: op, Imm: imm, HasImm: hasImm, Conn: mr.ConnID(c.qpn)}
+	if st == StatusSuccess {
+		wc.ByteLen = n
+		c.c.MessagesReceived++
+	}
+	if s.mr != nil {
+		s.mr.refs--
+	}
+	if c.qp.recvCQ != nil {
+		c.qp.recvCQ.push(wc)
+	}
+}
