@@ -15,10 +15,10 @@ PKGS      ?= ./...
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: help deps build test bench fuzz lint demo clean
+.PHONY: help deps build test bench fuzz lint demo experiments clean
 
 help:
-	@echo "targets: deps build test bench fuzz lint demo clean"
+	@echo "targets: deps build test bench fuzz lint demo experiments clean"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make fuzz FUZZTIME=30s"
 
@@ -58,6 +58,19 @@ lint:
 
 demo: deps build
 	./$(BIN) demo
+
+# Every simulator experiment (configs/experiments/*.yaml), full size: a
+# table per experiment on stdout (and out/<experiment>.txt), and CSV, JSON
+# lines and PNG plots in out/. EXPERIMENTS=... runs a subset.
+EXPERIMENTS ?= $(wildcard configs/experiments/*.yaml)
+experiments: build
+	@mkdir -p out
+	@set -e; for f in $(EXPERIMENTS); do \
+		n=$$(basename $$f .yaml); \
+		start=$$(date +%s); \
+		./$(BIN) sim $$f --out out | tee out/$$n.txt; \
+		echo "($$n: $$(( $$(date +%s) - start ))s wall)"; echo; \
+	done
 
 clean:
 	rm -rf bin out

@@ -1,0 +1,315 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is one experiment file (configs/experiments/*.yaml), decoded
+// strictly: an unknown key anywhere is an error naming the key and the
+// file. docs/sim.md documents every key; zero values mean the documented
+// default (see defaults).
+type Config struct {
+	Experiment  string `yaml:"experiment"`
+	Description string `yaml:"description"`
+	// Seed drives every random choice of a run (loss, RED marks); the same
+	// seed and configuration give bit-identical results.
+	Seed uint64 `yaml:"seed"`
+	// Transports lists the transports to run, side by side, in this order.
+	// Default: every registered transport.
+	Transports []string `yaml:"transports"`
+	// Duration is the virtual time a run lasts (finite workloads stop when
+	// they finish, or fail the run if they have not by then).
+	Duration Duration `yaml:"duration"`
+	// Warmup is excluded from steady-state averages.
+	Warmup Duration `yaml:"warmup"`
+	// Bin is the sampling interval of time series. Default 10us.
+	Bin Duration `yaml:"bin"`
+
+	Topology  TopologyConfig  `yaml:"topology"`
+	Loss      LossConfig      `yaml:"loss"`
+	Failures  []FailureConfig `yaml:"failures"`
+	Transport TransportConfig `yaml:"transport"`
+	Workload  WorkloadConfig  `yaml:"workload"`
+	// Sweep maps keys of this file (dotted paths, as for --set) to lists of
+	// values; every combination is one run per transport. Kept as a node:
+	// Experiment parses it in order.
+	Sweep  yaml.Node    `yaml:"sweep"`
+	Report ReportConfig `yaml:"report"`
+	Pcap   PcapConfig   `yaml:"pcap"`
+}
+
+// TopologyConfig is the fabric.
+type TopologyConfig struct {
+	// Kind: back-to-back (two hosts, one direct cable per plane) or
+	// leaf-spine (Planes independent leaf-spine planes; with Planes > 1
+	// it is the multi-plane fabric; "multi-plane" is accepted as a
+	// synonym).
+	Kind         string `yaml:"kind"`
+	Planes       int    `yaml:"planes"`
+	Leaves       int    `yaml:"leaves"`
+	Spines       int    `yaml:"spines"`
+	HostsPerLeaf int    `yaml:"hosts_per_leaf"`
+	// NICGbps is the rate of each host NIC port (one per plane), and of
+	// the leaf's port facing it. Default 100.
+	NICGbps float64 `yaml:"nic_gbps"`
+	// FabricGbps is the rate of leaf-spine links. Default NICGbps.
+	FabricGbps float64 `yaml:"fabric_gbps"`
+	// LinkDelay is every link's propagation delay. Default 1us.
+	LinkDelay Duration `yaml:"link_delay"`
+	// Buffer is each switch output port's buffer. Default 1MiB.
+	Buffer Size      `yaml:"buffer"`
+	ECN    ECNConfig `yaml:"ecn"`
+	// Reconvergence is how long after a link fails or recovers the
+	// switches' routing reflects it ("never" = not within a run, the
+	// default: the endpoints must route around failures themselves).
+	Reconvergence Duration `yaml:"reconvergence"`
+	// TxQueue is the number of packets a host NIC port may hold waiting
+	// to be sent (beside the one on the wire). Default 2.
+	TxQueue int `yaml:"tx_queue"`
+}
+
+// FailureConfig fails a link (both directions of the cable) or a whole
+// plane at At, and restores it at Recover (never, if unset).
+type FailureConfig struct {
+	At      Duration `yaml:"at"`
+	Recover Duration `yaml:"recover"`
+	Plane   *int     `yaml:"plane"`
+	Link    string   `yaml:"link"`
+}
+
+// TransportConfig holds what all transports share (MTU) and one section
+// per transport, named by the transport, decoded into that transport's own
+// parameter struct (see Transport.NewParams).
+type TransportConfig struct {
+	// MTU is the payload bytes per data packet. Default 4096.
+	MTU int                  `yaml:"mtu"`
+	Per map[string]yaml.Node `yaml:",inline"`
+}
+
+// WorkloadConfig is the traffic.
+type WorkloadConfig struct {
+	// Kind: long-lived, incast, all-to-all or allreduce.
+	Kind string `yaml:"kind"`
+	// Pattern (long-lived): pair (every connection from host 0 to host
+	// 1) or permutation (host i to host i+H/2 mod H, so every pair
+	// crosses the fabric; connections spread round robin over the pairs).
+	Pattern string `yaml:"pattern"`
+	// Connections (long-lived): total connections. Default 1.
+	Connections int `yaml:"connections"`
+	// Senders (incast): N, the number of hosts sending to host 0.
+	Senders int `yaml:"senders"`
+	// Outstanding: messages each connection keeps posted (write_bw's tx
+	// depth). Default 4.
+	Outstanding int `yaml:"outstanding"`
+	// MessageSize: bytes per WRITE. Default 64KiB.
+	MessageSize Size `yaml:"message_size"`
+	// FlowSize (long-lived, incast): bytes each connection moves before it
+	// completes; 0 = keep sending until the run ends.
+	FlowSize Size `yaml:"flow_size"`
+	// Hosts (collectives): the ranks; 0 = every host.
+	Hosts int `yaml:"hosts"`
+	// Size (collectives): the per-rank buffer, as nccl-tests' size.
+	Size Size `yaml:"size"`
+	// Start delays the workload (connections are opened at 0, data
+	// starts at Start). Default 0.
+	Start Duration `yaml:"start"`
+}
+
+// ReportConfig says how results are summarised.
+type ReportConfig struct {
+	// Baseline makes efficiency relative: efficiency = goodput / goodput
+	// of the run of the same transport whose swept keys are equal except
+	// those named here, which take the given values (loss-sweep: loss.rate
+	// 0). Without it efficiency = goodput / link_gbps.
+	Baseline map[string]string `yaml:"baseline"`
+	// Columns are the row fields the table shows (JSON has them all).
+	Columns []string `yaml:"columns"`
+	// Plots are the PNGs --out draws.
+	Plots []PlotConfig `yaml:"plots"`
+}
+
+// PlotConfig is one PNG.
+type PlotConfig struct {
+	// Name is the file name's suffix: DIR/<experiment>-<name>.png (just
+	// <experiment>.png when empty).
+	Name  string `yaml:"name"`
+	Title string `yaml:"title"`
+	// Kind: line (X and Y are row fields, one line per distinct value of
+	// the Series fields) or series (X is time, Y names a time series, one
+	// line per run).
+	Kind   string   `yaml:"kind"`
+	X      string   `yaml:"x"`
+	Y      string   `yaml:"y"`
+	Series []string `yaml:"series"`
+	XLabel string   `yaml:"xlabel"`
+	YLabel string   `yaml:"ylabel"`
+}
+
+// PcapConfig chooses what --pcap captures.
+type PcapConfig struct {
+	// Host whose NIC ports are captured (both directions). Default 0.
+	Host int `yaml:"host"`
+	// Run is the index of the run captured, in run order. Default 0.
+	Run int `yaml:"run"`
+	// Snaplen bytes of each frame are kept. Default 256.
+	Snaplen int `yaml:"snaplen"`
+	// MaxPackets bounds the capture. Default 200000.
+	MaxPackets int `yaml:"max_packets"`
+}
+
+// defaults fills zero fields and validates the result.
+func (c *Config) defaults() error {
+	if c.Duration == 0 {
+		c.Duration = Duration(time.Millisecond)
+	}
+	if c.Bin == 0 {
+		c.Bin = Duration(10 * time.Microsecond)
+	}
+	if c.Duration.Never() || c.Duration <= 0 {
+		return fmt.Errorf("duration = %v, want a positive time", c.Duration)
+	}
+	if c.Warmup < 0 || c.Warmup >= c.Duration {
+		return fmt.Errorf("warmup = %v, want 0 <= warmup < duration (%v)", c.Warmup, c.Duration)
+	}
+	if c.Bin <= 0 || c.Bin.Never() {
+		return fmt.Errorf("bin = %v, want a positive time", c.Bin)
+	}
+	t := &c.Topology
+	switch t.Kind {
+	case "", "leaf-spine", "multi-plane":
+		t.Kind = "leaf-spine"
+	case "back-to-back":
+	default:
+		return fmt.Errorf("topology.kind = %q, want back-to-back, leaf-spine or multi-plane", t.Kind)
+	}
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setInt(&t.Planes, 1)
+	setInt(&t.Leaves, 2)
+	setInt(&t.Spines, 4)
+	setInt(&t.HostsPerLeaf, 1)
+	setInt(&t.TxQueue, 2)
+	if t.NICGbps == 0 {
+		t.NICGbps = 100
+	}
+	if t.FabricGbps == 0 {
+		t.FabricGbps = t.NICGbps
+	}
+	if t.LinkDelay == 0 {
+		t.LinkDelay = Duration(time.Microsecond)
+	}
+	if t.Buffer == 0 {
+		t.Buffer = 1 << 20
+	}
+	if t.Reconvergence == 0 {
+		t.Reconvergence = NeverDuration
+	}
+	for _, r := range []struct {
+		name   string
+		v, lim int
+	}{
+		{"topology.planes", t.Planes, 16}, {"topology.leaves", t.Leaves, 4096},
+		{"topology.spines", t.Spines, 1024}, {"topology.hosts_per_leaf", t.HostsPerLeaf, 4096},
+		{"topology.tx_queue", t.TxQueue, 64},
+	} {
+		if r.v < 1 || r.v > r.lim {
+			return fmt.Errorf("%s = %d, want 1..%d", r.name, r.v, r.lim)
+		}
+	}
+	if t.Kind == "leaf-spine" && t.Leaves*t.HostsPerLeaf < 2 {
+		return fmt.Errorf("topology: leaves × hosts_per_leaf = %d, want at least 2 hosts", t.Leaves*t.HostsPerLeaf)
+	}
+	if t.Kind == "leaf-spine" && t.Leaves*t.HostsPerLeaf > 65535 {
+		return fmt.Errorf("topology: %d hosts, at most 65535", t.Leaves*t.HostsPerLeaf)
+	}
+	if !(t.NICGbps > 0) || !(t.FabricGbps > 0) {
+		return fmt.Errorf("topology: link rates must be positive (nic_gbps %v, fabric_gbps %v)", t.NICGbps, t.FabricGbps)
+	}
+	if t.LinkDelay < 0 || t.LinkDelay.Never() || t.Buffer < 0 {
+		return fmt.Errorf("topology: link_delay %v and buffer %v must be finite and non-negative", t.LinkDelay, t.Buffer)
+	}
+	if err := t.ECN.validate(); err != nil {
+		return err
+	}
+	if err := c.Loss.validate(); err != nil {
+		return err
+	}
+	for i := range c.Failures {
+		f := &c.Failures[i]
+		if (f.Plane == nil) == (f.Link == "") {
+			return fmt.Errorf("failures[%d]: give exactly one of plane and link", i)
+		}
+		if f.Plane != nil && (*f.Plane < 0 || *f.Plane >= t.Planes) {
+			return fmt.Errorf("failures[%d].plane = %d, want 0..%d", i, *f.Plane, t.Planes-1)
+		}
+		if f.Recover == 0 {
+			f.Recover = NeverDuration
+		}
+		if f.At < 0 || f.At.Never() || (!f.Recover.Never() && f.Recover <= f.At) {
+			return fmt.Errorf("failures[%d]: want 0 <= at < recover, have at %v recover %v", i, f.At, f.Recover)
+		}
+	}
+	if c.Transport.MTU == 0 {
+		c.Transport.MTU = 4096
+	}
+	w := &c.Workload
+	switch w.Kind {
+	case "long-lived", "incast", "all-to-all", "allreduce":
+	case "":
+		return fmt.Errorf("workload.kind is missing (long-lived, incast, all-to-all or allreduce)")
+	default:
+		return fmt.Errorf("workload.kind = %q, want long-lived, incast, all-to-all or allreduce", w.Kind)
+	}
+	if w.Pattern == "" {
+		w.Pattern = "pair"
+	}
+	if w.Pattern != "pair" && w.Pattern != "permutation" {
+		return fmt.Errorf("workload.pattern = %q, want pair or permutation", w.Pattern)
+	}
+	setInt(&w.Connections, 1)
+	setInt(&w.Outstanding, 4)
+	if w.MessageSize == 0 {
+		w.MessageSize = 64 << 10
+	}
+	if w.Connections < 1 || w.Outstanding < 1 || w.MessageSize < 1 || w.Senders < 0 || w.Hosts < 0 || w.FlowSize < 0 || w.Size < 0 {
+		return fmt.Errorf("workload: counts and sizes must be positive")
+	}
+	if w.MessageSize > 1<<30 || w.Size > 1<<34 {
+		return fmt.Errorf("workload: message_size (%v) at most 1GiB, size (%v) at most 16GiB", w.MessageSize, w.Size)
+	}
+	if w.Start < 0 || w.Start.Never() || w.Start >= c.Duration {
+		return fmt.Errorf("workload.start = %v, want 0 <= start < duration", w.Start)
+	}
+	if p := &c.Pcap; true {
+		setInt(&p.Snaplen, 256)
+		setInt(&p.MaxPackets, 200000)
+		if p.Host < 0 || p.Run < 0 || p.Snaplen < 64 || p.MaxPackets < 1 {
+			return fmt.Errorf("pcap: host and run must be >= 0, snaplen >= 64, max_packets >= 1")
+		}
+	}
+	for i, p := range c.Report.Plots {
+		switch p.Kind {
+		case "", "line", "series":
+		default:
+			return fmt.Errorf("report.plots[%d].kind = %q, want line or series", i, p.Kind)
+		}
+		if p.Y == "" {
+			return fmt.Errorf("report.plots[%d].y is missing", i)
+		}
+	}
+	return nil
+}
+
+// numHosts is the number of hosts the topology has.
+func (t *TopologyConfig) numHosts() int {
+	if t.Kind == "back-to-back" {
+		return 2
+	}
+	return t.Leaves * t.HostsPerLeaf
+}

@@ -1,0 +1,159 @@
+package sim
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Test-sized versions of the five experiment files: the same files, cut
+// down with --set so that the suite stays fast on two cores.
+var smallExperiments = map[string][]string{
+	"loss-sweep.yaml": {"duration=600us", "warmup=100us", "sweep.loss.rate=[0, 0.01, 0.1]"},
+	"incast.yaml":     {"duration=400us", "warmup=100us", "sweep.workload.senders=[8, 32]"},
+	"plane-failure.yaml": {"duration=1ms", "warmup=100us", "failures.0.at=400us",
+		"topology.leaves=2", "workload.connections=8"},
+	"plane-scaling.yaml": {"duration=200us", "warmup=100us", "workload.connections=300", "sweep.topology.planes=[1, 2]",
+		"topology.leaves=4", "topology.hosts_per_leaf=4", "topology.spines=4"},
+	"collectives.yaml": {"workload.size=2MiB", "workload.hosts=8", "duration=20ms"},
+}
+
+func runSmall(t *testing.T, file string, parallel int) *Results {
+	t.Helper()
+	e, err := Load(filepath.Join("..", "configs", "experiments", file), smallExperiments[file])
+	require.NoError(t, err)
+	res, err := e.Execute(Options{Parallel: parallel})
+	require.NoError(t, err)
+	return res
+}
+
+func jsonOf(t *testing.T, r *Results) string {
+	var b bytes.Buffer
+	require.NoError(t, r.WriteJSON(&b))
+	return b.String()
+}
+
+// The same experiment run twice gives identical JSON, byte for byte,
+// whether its runs go one at a time or in parallel.
+func TestDeterminism(t *testing.T) {
+	for _, file := range []string{"loss-sweep.yaml", "incast.yaml", "plane-failure.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			a := jsonOf(t, runSmall(t, file, 1))
+			b := jsonOf(t, runSmall(t, file, 2))
+			require.Equal(t, a, b)
+			require.NotEmpty(t, a)
+		})
+	}
+}
+
+// Every experiment file loads, runs at test size and reports the figures
+// its issue asks for, with no failed work requests.
+func TestExperimentsSmall(t *testing.T) {
+	need := map[string][]string{
+		"loss-sweep.yaml":    {"goodput_gbps", "link_gbps", "efficiency", "loss.rate", "workload.connections"},
+		"incast.yaml":        {"goodput_gbps", "jain", "converge_rtts", "peak_queue_kib", "series"},
+		"plane-failure.yaml": {"before_gbps", "after_gbps", "recover_rtts", "failed_wrs", "series"},
+		"plane-scaling.yaml": {"goodput_gbps", "topology.planes", "connections"},
+		"collectives.yaml":   {"completion_us", "algbw_gbps", "busbw_gbps", "workload.kind"},
+	}
+	for file, keys := range need {
+		t.Run(file, func(t *testing.T) {
+			res := runSmall(t, file, 0)
+			require.NotEmpty(t, res.Rows)
+			for _, row := range res.Rows {
+				for _, k := range keys {
+					_, ok := row.Get(k)
+					require.True(t, ok, "row lacks %s: %v", k, row)
+				}
+				for _, k := range []string{"experiment", "transport", "goodput_gbps", "link_gbps", "efficiency"} {
+					_, ok := row.Get(k)
+					require.True(t, ok, "row lacks %s", k)
+				}
+				f, _ := row.Float("failed_wrs")
+				require.Zero(t, f, "failed work requests in %v", row)
+			}
+		})
+	}
+}
+
+// Loss sweep: efficiency is relative to the lossless run of the same
+// transport and connection count, so it is exactly 1 at loss 0 and falls
+// with loss.
+func TestLossSweepBaseline(t *testing.T) {
+	res := runSmall(t, "loss-sweep.yaml", 0)
+	for _, row := range res.Rows {
+		loss, _ := row.Float("loss.rate")
+		eff, ok := row.Float("efficiency")
+		require.True(t, ok)
+		tr, _ := row.Get("transport")
+		if loss == 0 {
+			require.Equal(t, 1.0, eff)
+		} else {
+			require.Less(t, eff, 1.0)
+			if tr == "metaroce" {
+				// The claim under test: useful bandwidth even at 10% loss.
+				require.Greater(t, eff, 0.5)
+			}
+		}
+	}
+}
+
+// Collectives: nccl-tests' formulas.
+func TestCollectiveFigures(t *testing.T) {
+	res := runSmall(t, "collectives.yaml", 0)
+	for _, row := range res.Rows {
+		kind, _ := row.Get("workload.kind")
+		alg, _ := row.Float("algbw_gbps")
+		bus, _ := row.Float("busbw_gbps")
+		tus, _ := row.Float("completion_us")
+		n, _ := row.Float("ranks")
+		size, _ := row.Float("size_bytes")
+		require.InDelta(t, size*8/(tus*1e3), alg, alg*1e-9)
+		if kind == "allreduce" {
+			require.InDelta(t, alg*2*(n-1)/n, bus, 1e-9)
+		} else {
+			require.InDelta(t, alg*(n-1)/n, bus, 1e-9)
+		}
+		require.Greater(t, bus, 10.0)
+		require.LessOrEqual(t, bus, 100.0)
+		fin, _ := row.Get("finished")
+		require.Equal(t, true, fin)
+	}
+}
+
+// Plane failure: the transport keeps working and no work request fails.
+func TestPlaneFailureNoFailedWork(t *testing.T) {
+	res := runSmall(t, "plane-failure.yaml", 0)
+	for _, row := range res.Rows {
+		before, _ := row.Float("before_gbps")
+		after, _ := row.Float("after_gbps")
+		require.Greater(t, before, 0.0)
+		require.Greater(t, after, 0.0)
+		if tr, _ := row.Get("transport"); tr == "metaroce" {
+			pf, _ := row.Float("path_failures")
+			require.Greater(t, pf, 0.0, "the failed plane's paths should be judged failed")
+		}
+	}
+}
+
+func TestOutputsCSVAndPlots(t *testing.T) {
+	res := runSmall(t, "incast.yaml", 0)
+	dir := t.TempDir()
+	files, err := res.WriteCSV(dir)
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	pngs, err := res.WritePlots(dir)
+	require.NoError(t, err)
+	require.Len(t, pngs, 2)
+	for _, f := range append(files, pngs...) {
+		st, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Greater(t, st.Size(), int64(100))
+	}
+	var b bytes.Buffer
+	require.NoError(t, res.WriteTable(&b))
+	require.Contains(t, b.String(), "converge_rtts")
+}

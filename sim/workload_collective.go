@@ -1,0 +1,162 @@
+package sim
+
+import mr "github.com/metaroce/metaroce/metaroce"
+
+// collective runs one collective over ranks 0..n-1 (host i is rank i),
+// as nccl-tests measures it; size S is the per-rank buffer.
+//
+// allreduce: the ring algorithm. Rank i has one connection to rank i+1;
+// the operation is 2(n−1) steps, and in each step every rank sends S/n
+// bytes to the next. Rank i sends step k+1 once it has received step k
+// from rank i−1 (it must reduce, or copy, what it received before
+// forwarding it); step 0 needs nothing. It is done when every rank has
+// received all 2(n−1) steps.
+//
+// all-to-all: every rank sends S/n bytes to every other rank at once, on
+// its own connection to each; done when every message has arrived.
+//
+// Figures (nccl-tests' definitions): time t from the start to the last
+// arrival; algbw = S/t; busbw = algbw·2(n−1)/n for allreduce and
+// algbw·(n−1)/n for all-to-all. We give them in Gb/s, to compare with
+// links, where nccl-tests prints GB/s.
+type collective struct {
+	cfg       *WorkloadConfig
+	kind      string
+	ranks     int
+	chunk     int
+	steps     int
+	conns     []ConnRef // allreduce: rank i → i+1; all-to-all: [i*n+j]
+	dst       []int     // all-to-all: the receiving rank of each connection
+	recvd     []int     // messages each rank received
+	want      int       // messages each rank must receive
+	ranksDone int
+	start     mr.Time
+	doneAt    mr.Time
+	fcts      []float64
+	sentAt    []mr.Time // all-to-all: post time per connection
+}
+
+func (w *collective) maxMessage() int {
+	return max(1, int((int64(w.cfg.Size)+int64(w.ranks)-1)/int64(w.ranks)))
+}
+
+func (w *collective) setup(s *Sim) error {
+	n := w.ranks
+	w.chunk = w.maxMessage()
+	w.recvd = make([]int, n)
+	w.doneAt = mr.Never
+	if w.kind == "allreduce" {
+		w.steps = 2 * (n - 1)
+		w.want = w.steps
+		for i := 0; i < n; i++ {
+			ref, err := s.world.Dial(s.now, i, (i+1)%n)
+			if err != nil {
+				return err
+			}
+			w.conns = append(w.conns, ref)
+		}
+		return nil
+	}
+	w.want = n - 1
+	w.conns = make([]ConnRef, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			w.conns[i*n+j] = -1
+			if i != j {
+				ref, err := s.world.Dial(s.now, i, j)
+				if err != nil {
+					return err
+				}
+				w.conns[i*n+j] = ref
+				for len(w.dst) <= int(ref) {
+					w.dst = append(w.dst, 0)
+				}
+				w.dst[ref] = j
+			}
+		}
+	}
+	return nil
+}
+
+func (w *collective) begin(s *Sim) {
+	w.start = s.now
+	n := w.ranks
+	if w.kind == "allreduce" {
+		for i := 0; i < n; i++ {
+			s.post(w.conns[i], i, w.chunk, 0)
+		}
+		return
+	}
+	w.sentAt = make([]mr.Time, len(w.conns))
+	for i := 0; i < n; i++ {
+		for j := 1; j < n; j++ {
+			// Rank i starts with rank i+1 and goes round, as
+			// all-to-all implementations stagger their peers.
+			ref := w.conns[i*n+(i+j)%n]
+			w.sentAt[ref] = s.now
+			s.post(ref, i, w.chunk, 0)
+		}
+	}
+}
+
+func (w *collective) completion(s *Sim, c Completion) {
+	if !c.Recv || !c.OK {
+		return
+	}
+	n := w.ranks
+	var rank int
+	if w.kind == "allreduce" {
+		rank = (int(c.Conn) + 1) % n // connection i delivers to rank i+1
+		if k := int(c.ID) + 1; k < w.steps {
+			s.post(w.conns[rank], rank, w.chunk, uint32(k))
+		}
+	} else {
+		rank = w.dst[c.Conn]
+		w.fcts = append(w.fcts, float64(s.now-w.sentAt[c.Conn])/1e3)
+	}
+	w.recvd[rank]++
+	if w.recvd[rank] == w.want {
+		w.ranksDone++
+		if w.ranksDone == n {
+			w.doneAt = s.now
+		}
+	}
+}
+
+func (w *collective) sample(*Sim) {}
+
+func (w *collective) finished() bool { return w.doneAt != mr.Never }
+
+func (w *collective) report(s *Sim, r *runResult) {
+	n := float64(w.ranks)
+	capGbps := capacityGbps(s.cfg, 1)
+	r.add("collective", w.kind)
+	r.add("ranks", w.ranks)
+	r.add("size_bytes", int64(w.cfg.Size))
+	if w.doneAt == mr.Never {
+		r.add("goodput_gbps", nil)
+		r.add("link_gbps", capGbps)
+		r.add("efficiency", nil)
+		r.add("completion_us", nil)
+		r.add("algbw_gbps", nil)
+		r.add("busbw_gbps", nil)
+		return
+	}
+	t := float64(w.doneAt - w.start) // ns
+	alg := float64(w.cfg.Size) * 8 / t
+	bus := alg * (n - 1) / n
+	if w.kind == "allreduce" {
+		bus = alg * 2 * (n - 1) / n
+	}
+	r.add("goodput_gbps", bus)
+	r.add("link_gbps", capGbps)
+	r.add("efficiency", bus/capGbps)
+	r.add("completion_us", t/1e3)
+	r.add("algbw_gbps", alg)
+	r.add("busbw_gbps", bus)
+	if len(w.fcts) > 0 {
+		r.add("fct_p50_us", percentile(w.fcts, 50))
+		r.add("fct_p99_us", percentile(w.fcts, 99))
+		r.add("fct_max_us", percentile(w.fcts, 100))
+	}
+}

@@ -1,0 +1,125 @@
+package sim
+
+import mr "github.com/metaroce/metaroce/metaroce"
+
+// incast is N:1: hosts 1..N each open one connection to host 0 and keep
+// Outstanding messages posted (until FlowSize bytes, if set). Its figures
+// are the receiver's goodput and Jain's fairness among the senders over
+// time, the peak queue, and the time to converge.
+type incast struct {
+	cfg   *WorkloadConfig
+	flows []flow
+	m     meter
+	left  int
+	start mr.Time
+}
+
+func (w *incast) maxMessage() int { return int(w.cfg.MessageSize) }
+
+func (w *incast) setup(s *Sim) error {
+	w.m.keep = true
+	for i := 1; i <= w.cfg.Senders; i++ {
+		ref, err := s.world.Dial(s.now, i, 0)
+		if err != nil {
+			return err
+		}
+		w.flows = append(w.flows, flow{ref: ref, src: i, dst: 0, target: int64(w.cfg.FlowSize), done: mr.Never})
+		w.m.track(ref, i-1)
+		if w.cfg.FlowSize > 0 {
+			w.left++
+		}
+	}
+	return nil
+}
+
+func (w *incast) begin(s *Sim) {
+	w.start = s.now
+	ll := longLived{cfg: w.cfg}
+	for i := range w.flows {
+		f := &w.flows[i]
+		f.start = s.now
+		for k := 0; k < w.cfg.Outstanding; k++ {
+			ll.next(s, f)
+		}
+	}
+}
+
+func (w *incast) completion(s *Sim, c Completion) {
+	f := &w.flows[c.Conn]
+	if c.Recv {
+		f.arrived += int64(c.Bytes)
+		if f.target > 0 && f.arrived >= f.target && f.done == mr.Never {
+			f.done = s.now
+			w.left--
+		}
+		return
+	}
+	f.inflight--
+	ll := longLived{cfg: w.cfg}
+	ll.next(s, f)
+}
+
+func (w *incast) sample(s *Sim) { w.m.sample(s) }
+
+func (w *incast) finished() bool { return w.cfg.FlowSize > 0 && w.left == 0 }
+
+// fairnessBins is how many bins Jain's index is computed over: enough
+// that each sender's fair share is at least 8 full packets, so that the
+// index measures the transport and not the granularity of packets.
+func (w *incast) fairnessBins(s *Sim, capGbps float64) int {
+	need := float64(8*w.cfg.Senders*s.cfg.Transport.MTU*8) / capGbps // ns
+	k := int(need/float64(s.cfg.Bin.T())) + 1
+	return max(1, k)
+}
+
+func (w *incast) report(s *Sim, r *runResult) {
+	w.m.sample(s)
+	capGbps := capacityGbps(s.cfg, 1)
+	goodput := w.m.avg(s.cfg.Warmup.T(), s.now)
+	r.add("goodput_gbps", goodput)
+	r.add("link_gbps", capGbps)
+	r.add("efficiency", goodput/capGbps)
+	r.add("senders", w.cfg.Senders)
+	// Fairness over the steady window, from each sender's total.
+	tot := make([]float64, w.m.groups)
+	for i := range w.m.t {
+		if w.m.binStart(i) >= s.cfg.Warmup.T() {
+			for g, b := range w.m.per[i] {
+				tot[g] += b
+			}
+		}
+	}
+	r.add("jain", jain(tot))
+	// Jain over time, on a sliding window of k bins.
+	k := w.fairnessBins(s, capGbps)
+	js := make([]float64, len(w.m.t))
+	win := make([]float64, w.m.groups)
+	for i := range w.m.t {
+		for g, b := range w.m.per[i] {
+			win[g] += b
+		}
+		if i >= k {
+			for g, b := range w.m.per[i-k] {
+				win[g] -= b
+			}
+		}
+		js[i] = jain(win)
+	}
+	// Converged: from some bin on, goodput (over ~4 base RTT windows) is
+	// at least 90% of the receiver's link and the fairness index at least
+	// 0.9, for the rest of the run.
+	var conv any
+	ks := settleBins(s)
+	if i := w.m.settledFrom(w.start, s.now, ks, func(j int) bool {
+		return w.m.windowRate(j, ks) >= 0.9*capGbps && js[j] >= 0.9
+	}); i >= 0 {
+		conv = float64(w.m.binStart(i)-w.start) / float64(s.baseRTT)
+	}
+	r.add("converge_rtts", conv)
+	r.add("fairness_window_us", float64(k)*float64(s.cfg.Bin.T())/1e3)
+	fctFigures(r, w.flows)
+	t, g := w.m.series()
+	r.addSeries("t_us", t)
+	r.addSeries("goodput_gbps", g)
+	r.addSeries("jain", js)
+}
