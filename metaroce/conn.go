@@ -1,6 +1,9 @@
 package metaroce
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 type connState uint8
 
@@ -66,10 +69,11 @@ type Conn struct {
 	tx []txPath
 	rx []rxPath
 
-	qps    map[StreamID]*QueuePair
-	active ring[*QueuePair] // streams that may have data to send
-	jobs   ring[*readJob]   // READ responses with packets still to build
-	jobRR  bool             // alternate between READ responses and streams
+	qps     map[StreamID]*QueuePair
+	qpOrder []*QueuePair     // the same queue pairs, by stream id
+	active  ring[*QueuePair] // streams that may have data to send
+	jobs    ring[*readJob]   // READ responses with packets still to build
+	jobRR   bool             // alternate between READ responses and streams
 
 	resend  ring[resendRef]
 	moved   ring[movedPkt]
@@ -157,6 +161,12 @@ func (c *Conn) CreateQP(id StreamID, attr QPAttr) (*QueuePair, error) {
 	}
 	q := &QueuePair{conn: c, id: id, pd: attr.PD, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ}
 	c.qps[id] = q
+	// Keep qpOrder sorted by stream id: whatever walks every stream (flushes,
+	// activation) does so in the same order on every run.
+	i := sort.Search(len(c.qpOrder), func(i int) bool { return c.qpOrder[i].id > id })
+	c.qpOrder = append(c.qpOrder, nil)
+	copy(c.qpOrder[i+1:], c.qpOrder[i:])
+	c.qpOrder[i] = q
 	return q, nil
 }
 
@@ -191,18 +201,36 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 	c.planes = min(int(b.Planes), cfg.Planes)
 	c.tx = make([]txPath, c.paths)
 	c.rx = make([]rxPath, c.paths)
+	// Each connection takes its own run of source ports, so connections
+	// between the same two hosts spread over different ECMP routes too.
+	span := 65536 - int(cfg.EntropyBase)
+	first := int(c.local-1) * c.paths
 	for i := range c.tx {
-		c.tx[i] = newTxPath(PathID(i), cfg.EntropyBase+Entropy(i), PlaneID(i%c.planes), cfg.PathWindow)
+		entropy := cfg.EntropyBase + Entropy((first+i)%span)
+		c.tx[i] = newTxPath(PathID(i), entropy, PlaneID(i%c.planes), cfg.PathWindow)
 		c.rx[i] = rxPath{ackDue: Never, c: &c.tx[i].c}
 	}
 	c.picker.reset(c.paths)
 	c.state = connEstablished
 	c.lastRx = now
 	c.lastKeepalive = now
-	for _, q := range c.qps {
+	for _, q := range c.qpOrder {
+		for i := 0; i < q.sq.len(); i++ {
+			c.sizeMsg(*q.sq.at(i)) // posted while connecting
+		}
 		if q.sq.len() > 0 {
 			c.activate(q)
 		}
+	}
+}
+
+// sizeMsg counts a message's packets at the connection's MTU.
+func (c *Conn) sizeMsg(m *txMsg) {
+	if m.op == OpReadReq {
+		m.nChunks = 1
+		m.placed.reset(chunksFor(m.length, c.mtu))
+	} else {
+		m.nChunks = chunksFor(m.length, c.mtu)
 	}
 }
 
@@ -210,7 +238,7 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 // wire with inFlight, the others (and every receive) with Flushed, and
 // releases everything the connection holds.
 func (c *Conn) abort(inFlight, notStarted Status) {
-	for _, q := range c.qps {
+	for _, q := range c.qpOrder {
 		for i := 0; i < q.sq.len(); i++ {
 			m := *q.sq.at(i)
 			m.outstanding = 0

@@ -3,6 +3,7 @@ package metaroce
 import (
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // reply is an unsequenced answer that does not belong to a live connection
@@ -126,11 +127,17 @@ func (e *Endpoint) reply(peer PeerHandle, op Opcode, dst, src ConnID) {
 // an earlier incarnation: the peer restarted and lost their state, so
 // their work requests can never finish.
 func (e *Endpoint) peerSeen(c *Conn) {
+	var stale []*Conn
 	for _, o := range e.conns {
 		if o != c && o.peerNode == c.peerNode && o.state == connEstablished && o.peerInc != c.peerInc {
-			e.c.PeerRestarts++
-			o.fail(StatusRetryExceeded)
+			stale = append(stale, o)
 		}
+	}
+	// Fail them in id order: completions must not depend on map order.
+	sort.Slice(stale, func(i, j int) bool { return stale[i].local < stale[j].local })
+	for _, o := range stale {
+		e.c.PeerRestarts++
+		o.fail(StatusRetryExceeded)
 	}
 }
 

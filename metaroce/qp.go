@@ -128,12 +128,9 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 		q.nextRecvSeq++
 	}
 	q.nextSeq++
-	if op == OpReadReq {
-		m.nChunks = 1
-		m.placed.reset(chunksFor(m.length, c.mtu))
-	} else {
-		m.nChunks = chunksFor(m.length, c.mtu)
-	}
+	if c.mtu > 0 {
+		c.sizeMsg(m)
+	} // else establish sizes it, once the MTU is negotiated
 	if mr != nil {
 		mr.refs++
 	}
