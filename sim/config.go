@@ -104,7 +104,7 @@ type WorkloadConfig struct {
 	// Outstanding: messages each connection keeps posted (write_bw's tx
 	// depth). Default 4.
 	Outstanding int `yaml:"outstanding"`
-	// MessageSize: bytes per WRITE. Default 64KiB.
+	// MessageSize: bytes per message. Default 64KiB.
 	MessageSize Size `yaml:"message_size"`
 	// FlowSize (long-lived, incast): bytes each connection moves before it
 	// completes; 0 = keep sending until the run ends.
@@ -116,6 +116,23 @@ type WorkloadConfig struct {
 	// Start delays the workload (connections are opened at 0, data
 	// starts at Start). Default 0.
 	Start Duration `yaml:"start"`
+	// Ops are the operations messages use, in rotation: the k-th message
+	// posted on connection c (c in Dial order, from 0) uses
+	// Ops[(c+k) mod len(Ops)]; repeat a name to weight it. write,
+	// write_imm, send, send_imm, read. Default [write_imm].
+	Ops []string `yaml:"ops"`
+}
+
+// ops returns the parsed operations (validated by defaults).
+func (w *WorkloadConfig) ops() []Op {
+	if len(w.Ops) == 0 {
+		return []Op{OpWriteImm}
+	}
+	ops := make([]Op, len(w.Ops))
+	for i, n := range w.Ops {
+		ops[i], _ = ParseOp(n)
+	}
+	return ops
 }
 
 // ReportConfig says how results are summarised.
@@ -282,6 +299,11 @@ func (c *Config) defaults() error {
 	}
 	if w.MessageSize > 1<<30 || w.Size > 1<<34 {
 		return fmt.Errorf("workload: message_size (%v) at most 1GiB, size (%v) at most 16GiB", w.MessageSize, w.Size)
+	}
+	for i, n := range w.Ops {
+		if _, err := ParseOp(n); err != nil {
+			return fmt.Errorf("workload.ops[%d]: %w", i, err)
+		}
 	}
 	if w.Start < 0 || w.Start.Never() || w.Start >= c.Duration {
 		return fmt.Errorf("workload.start = %v, want 0 <= start < duration", w.Start)

@@ -46,12 +46,12 @@ func (p probeTransport) NewWorld(env WorldEnv, _ any) (World, error) {
 
 type probeWorld struct{ hosts []*probeHost }
 
-func (w *probeWorld) Host(i int) mr.Transport                  { return w.hosts[i] }
-func (w *probeWorld) Dial(mr.Time, int, int) (ConnRef, error)  { return 0, nil }
-func (w *probeWorld) Post(mr.Time, ConnRef, int, uint32) error { return nil }
-func (w *probeWorld) Poll(mr.Time, int, func(Completion))      {}
-func (w *probeWorld) Delivered(ConnRef) uint64                 { return 0 }
-func (w *probeWorld) Counters() []Field                        { return nil }
+func (w *probeWorld) Host(i int) mr.Transport                      { return w.hosts[i] }
+func (w *probeWorld) Dial(mr.Time, int, int) (ConnRef, error)      { return 0, nil }
+func (w *probeWorld) Post(mr.Time, ConnRef, Op, int, uint32) error { return nil }
+func (w *probeWorld) Poll(mr.Time, int, func(Completion))          {}
+func (w *probeWorld) Delivered(ConnRef) uint64                     { return 0 }
+func (w *probeWorld) Counters() []Field                            { return nil }
 
 // probeHost keeps the Transport contract: a send becomes ready when
 // OnTimer reaches its time, and NextDeadline is always the next send not

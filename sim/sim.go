@@ -25,6 +25,8 @@ type Sim struct {
 
 	world   World
 	wl      workload
+	ops     []Op     // workload.ops, in rotation
+	opNext  []uint32 // messages posted so far per connection, when len(ops) > 1
 	txQueue int
 	dirty   []int32
 	sink    func(Completion) // s.onCompletion, bound once (a method value allocates)
@@ -70,7 +72,8 @@ func newSim(rs runSpec) (*Sim, error) {
 	}
 	s.wl = wl
 	env := WorldEnv{Hosts: topo.hosts, Planes: topo.planes, MTU: cfg.Transport.MTU, NICGbps: cfg.Topology.NICGbps,
-		MaxMessage: wl.maxMessage(), Outstanding: cfg.Workload.Outstanding, Seed: cfg.Seed}
+		MaxMessage: wl.maxMessage(), Outstanding: cfg.Workload.Outstanding, Seed: cfg.Seed, Ops: cfg.Workload.ops()}
+	s.ops = env.Ops
 	world, err := rs.transport.NewWorld(env, rs.params)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rs.transport.Name(), err)

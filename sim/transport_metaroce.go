@@ -8,9 +8,15 @@ import (
 
 // This file is the metaroce adapter: the protocol core as the simulator
 // runs it. One metaroce.Endpoint per host carries all of that host's
-// connections; each connection has one queue pair (stream 0) at each end;
-// messages are WRITE_IMMs into one remote-writable region per host, so the
-// receiver learns of each arrival from a receive completion.
+// connections; each connection has one queue pair (stream 0) at each end.
+// Each host registers two buffers of the largest message: a source buffer
+// (what it WRITEs and SENDs, and where its READs land) and a region the
+// peer WRITEs into and READs from, which also backs the receives it posts.
+// By default messages are WRITE_IMMs into the peer's region, so the
+// receiver learns of each arrival from a receive completion; workload.ops
+// rotates WRITE, WRITE_IMM, SEND, SEND_IMM and READ (see sim.Op). The
+// acceptor keeps 2·outstanding+8 receives posted per connection, one back
+// for each one used.
 
 func init() { Register(metaroceTransport{}) }
 
@@ -42,7 +48,8 @@ func (metaroceTransport) PacketLens(mtu int) (int, int) {
 
 func (metaroceTransport) NewWorld(env WorldEnv, params any) (World, error) {
 	p := params.(*MetaRoCEParams)
-	w := &mrWorld{recvDepth: 2*env.Outstanding + 8}
+	w := &mrWorld{recvDepth: 2*env.Outstanding + 8, recvLen: recvLen(env), recvIDs: hasOp(env.Ops, OpSend)}
+	srcAccess, dstAccess := memAccess(env.Ops)
 	for h := 0; h < env.Hosts; h++ {
 		cfg := mr.Config{
 			Node: mr.NodeID(h + 1), Incarnation: 1, AcceptIncoming: true,
@@ -60,11 +67,11 @@ func (metaroceTransport) NewWorld(env WorldEnv, params any) (World, error) {
 			return nil, err
 		}
 		pd := ep.AllocPD()
-		src, err := pd.RegisterMR(make([]byte, env.MaxMessage), 0)
+		src, err := pd.RegisterMR(make([]byte, env.MaxMessage), srcAccess)
 		if err != nil {
 			return nil, err
 		}
-		dst, err := pd.RegisterMR(make([]byte, env.MaxMessage), mr.AccessLocalWrite|mr.AccessRemoteWrite)
+		dst, err := pd.RegisterMR(make([]byte, env.MaxMessage), dstAccess)
 		if err != nil {
 			return nil, err
 		}
@@ -80,6 +87,8 @@ type mrWorld struct {
 	hosts     []*mrHost
 	conns     []mrConn
 	recvDepth int
+	recvLen   int  // bytes of each posted receive (0 unless SENDs are posted)
+	recvIDs   bool // SENDs are posted: track ids for their receive completions
 }
 
 type mrHost struct {
@@ -100,6 +109,7 @@ type mrConn struct {
 	rc       *mr.Conn // the receiver's end, once accepted
 	rqp      *mr.QueuePair
 	held     []heldPost
+	ids      idQueue // ids of posted messages that use a receive (when recvIDs)
 }
 
 // heldPost is a message posted before its connection was established.
@@ -109,6 +119,7 @@ type mrConn struct {
 // core is fixed, the adapter holds such posts and hands them over in
 // order once the connection is up.
 type heldPost struct {
+	op Op
 	n  int
 	id uint32
 }
@@ -131,7 +142,7 @@ func (w *mrWorld) Dial(now mr.Time, src, dst int) (ConnRef, error) {
 	return ref, nil
 }
 
-func (w *mrWorld) Post(now mr.Time, ref ConnRef, n int, id uint32) error {
+func (w *mrWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error {
 	c := &w.conns[ref]
 	if !c.c.Established() || len(c.held) > 0 {
 		if c.c.State() != "connecting" && len(c.held) == 0 {
@@ -141,16 +152,49 @@ func (w *mrWorld) Post(now mr.Time, ref ConnRef, n int, id uint32) error {
 			h := w.hosts[c.src]
 			h.waiting = append(h.waiting, ref)
 		}
-		c.held = append(c.held, heldPost{n, id})
+		c.held = append(c.held, heldPost{op, n, id})
 		return nil
 	}
-	return w.post(now, c, n, id)
+	return w.post(now, c, op, n, id)
 }
 
-func (w *mrWorld) post(now mr.Time, c *mrConn, n int, id uint32) error {
+func (w *mrWorld) post(now mr.Time, c *mrConn, op Op, n int, id uint32) error {
 	h, peer := w.hosts[c.src], w.hosts[c.dst]
-	return c.qp.PostSend(now, mr.SendWR{ID: uint64(id), Opcode: mr.WRWriteImm, Local: h.src.SGE(0, n),
-		RemoteAddr: peer.dst.Addr(), RKey: peer.dst.RKey(), Imm: id})
+	wr := mr.SendWR{ID: wrID(op, id), Local: h.src.SGE(0, n)}
+	switch op {
+	case OpWriteImm, OpWrite, OpRead:
+		wr.RemoteAddr, wr.RKey = peer.dst.Addr(), peer.dst.RKey()
+	}
+	switch op {
+	case OpWriteImm:
+		wr.Opcode, wr.Imm = mr.WRWriteImm, id
+	case OpWrite:
+		wr.Opcode = mr.WRWrite
+	case OpSend:
+		wr.Opcode = mr.WRSend
+	case OpSendImm:
+		wr.Opcode, wr.Imm = mr.WRSendImm, id
+	case OpRead:
+		wr.Opcode = mr.WRRead
+	default:
+		return fmt.Errorf("metaroce: operation %v", op)
+	}
+	if err := c.qp.PostSend(now, wr); err != nil {
+		return err
+	}
+	if w.recvIDs && op.consumesRecv() {
+		c.ids.push(id)
+	}
+	return nil
+}
+
+// recvWR is a receive as the adapter posts it: with a buffer for SENDs
+// when the workload posts any, empty otherwise (a WRITE_IMM needs none).
+func (h *mrHost) recvWR(n int) mr.RecvWR {
+	if n == 0 {
+		return mr.RecvWR{}
+	}
+	return mr.RecvWR{Local: h.dst.SGE(0, n)}
 }
 
 func (w *mrWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
@@ -172,7 +216,13 @@ func (w *mrWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 			if !ok {
 				continue
 			}
-			sink(Completion{Conn: ref, ID: uint32(wc.WRID), Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
+			op, id := splitWRID(wc.WRID)
+			okWC := wc.Status == mr.StatusSuccess
+			if okWC && !op.consumesRecv() {
+				// WRITE, READ: no receive completion at the peer.
+				sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: true})
+			}
+			sink(Completion{Conn: ref, ID: id, Bytes: int(wc.ByteLen), OK: okWC})
 		}
 	}
 	for h.rcq.Len() > 0 {
@@ -182,11 +232,16 @@ func (w *mrWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 			if !ok {
 				continue
 			}
+			c := &w.conns[ref]
+			id := wc.Imm
 			if wc.Status != mr.StatusFlushed {
 				// Keep the receive queue full: one receive back per one used.
-				_ = w.conns[ref].rqp.PostRecv(now, mr.RecvWR{})
+				_ = c.rqp.PostRecv(now, h.recvWR(w.recvLen))
+				if w.recvIDs {
+					id = c.ids.pop()
+				}
 			}
-			sink(Completion{Conn: ref, Recv: true, ID: wc.Imm, Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
+			sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
 		}
 	}
 }
@@ -203,7 +258,7 @@ func (w *mrWorld) release(now mr.Time, h *mrHost) {
 			continue
 		}
 		for _, p := range c.held {
-			_ = w.post(now, c, p.n, p.id)
+			_ = w.post(now, c, p.op, p.n, p.id)
 		}
 		c.held = nil
 	}
@@ -232,15 +287,17 @@ func (w *mrWorld) accept(now mr.Time, hi int, rc *mr.Conn) {
 	c.rc, c.rqp = rc, qp
 	h.accepted[rc.LocalID()] = ref
 	for i := 0; i < w.recvDepth; i++ {
-		_ = qp.PostRecv(now, mr.RecvWR{})
+		_ = qp.PostRecv(now, h.recvWR(w.recvLen))
 	}
 }
 
 func (w *mrWorld) Delivered(ref ConnRef) uint64 {
-	if rc := w.conns[ref].rc; rc != nil {
-		return rc.Counters().PayloadPlaced
+	c := &w.conns[ref]
+	d := c.c.Counters().PayloadPlaced // READ responses
+	if c.rc != nil {
+		d += c.rc.Counters().PayloadPlaced
 	}
-	return 0
+	return d
 }
 
 func (w *mrWorld) Counters() []Field {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"fmt"
 	"time"
 
 	mr "github.com/metaroce/metaroce/metaroce"
@@ -10,8 +11,12 @@ import (
 
 // This file is the RoCEv2 baseline's adapter. One rocev2.Endpoint per host
 // carries all of the host's RC queue pairs; each connection is one QP at
-// each end (RoCEv2 has no multiplexing); messages are WRITE_IMMs into one
-// remote-writable region per host, as for metaroce.
+// each end (RoCEv2 has no multiplexing). Memory and operations are as for
+// metaroce (see transport_metaroce.go): each host registers a source
+// buffer and one remote-writable region; messages are WRITE_IMMs into the
+// peer's region unless workload.ops says otherwise (WRITE, SEND, SEND_IMM
+// into the acceptor's posted receives, READ of the peer's region into the
+// source buffer).
 //
 // Planes: a RoCEv2 QP is bound to one NIC port and keeps one UDP source
 // port, so it uses one plane for its whole life. On a multi-plane fabric
@@ -58,7 +63,9 @@ func rocev2IP(h mr.PeerHandle) rocev2.IPv4 {
 
 func (rocev2Transport) NewWorld(env WorldEnv, params any) (World, error) {
 	p := params.(*RoCEv2Params)
-	w := &rcWorld{recvDepth: 2*env.Outstanding + 8, planes: env.Planes, perPair: map[[2]int]int{}}
+	w := &rcWorld{recvDepth: 2*env.Outstanding + 8, planes: env.Planes, perPair: map[[2]int]int{},
+		recvLen: recvLen(env), recvIDs: hasOp(env.Ops, OpSend)}
+	srcAccess, dstAccess := memAccess(env.Ops)
 	for h := 0; h < env.Hosts; h++ {
 		cfg := rocev2.Config{
 			LocalIP: rocev2IP(mr.PeerHandle(h)), PeerIP: rocev2IP, MTU: env.MTU,
@@ -75,11 +82,11 @@ func (rocev2Transport) NewWorld(env WorldEnv, params any) (World, error) {
 			return nil, err
 		}
 		pd := ep.AllocPD()
-		src, err := pd.RegisterMR(make([]byte, env.MaxMessage), 0)
+		src, err := pd.RegisterMR(make([]byte, env.MaxMessage), srcAccess)
 		if err != nil {
 			return nil, err
 		}
-		dst, err := pd.RegisterMR(make([]byte, env.MaxMessage), rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+		dst, err := pd.RegisterMR(make([]byte, env.MaxMessage), dstAccess)
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +106,8 @@ type rcWorld struct {
 	conns     []rcConn
 	recvDepth int
 	planes    int
+	recvLen   int  // bytes of each posted receive (0 unless SENDs are posted)
+	recvIDs   bool // SENDs are posted: track ids for their receive completions
 }
 
 // rcKey names a QP's traffic as the sender sees it: the peer and the
@@ -127,6 +136,7 @@ type rcConn struct {
 	qp       *rocev2.QueuePair
 	rc       *rocev2.Conn
 	rqp      *rocev2.QueuePair
+	ids      idQueue // ids of posted messages that use a receive (when recvIDs)
 }
 
 // rcPlaned is a host's endpoint with the plane of each QP filled in.
@@ -166,11 +176,44 @@ func (w *rcWorld) Dial(now mr.Time, src, dst int) (ConnRef, error) {
 	return ref, nil
 }
 
-func (w *rcWorld) Post(now mr.Time, ref ConnRef, n int, id uint32) error {
+func (w *rcWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error {
 	c := &w.conns[ref]
 	peer := w.hosts[c.dst]
-	return c.qp.PostSend(now, rocev2.SendWR{ID: uint64(id), Opcode: rocev2.WRWriteImm, Local: w.hosts[c.src].src.SGE(0, n),
-		RemoteAddr: peer.dst.Addr(), RKey: mr.RKey(peer.dst.RKey()), Imm: id})
+	wr := rocev2.SendWR{ID: wrID(op, id), Local: w.hosts[c.src].src.SGE(0, n)}
+	switch op {
+	case OpWriteImm, OpWrite, OpRead:
+		wr.RemoteAddr, wr.RKey = peer.dst.Addr(), mr.RKey(peer.dst.RKey())
+	}
+	switch op {
+	case OpWriteImm:
+		wr.Opcode, wr.Imm = rocev2.WRWriteImm, id
+	case OpWrite:
+		wr.Opcode = rocev2.WRWrite
+	case OpSend:
+		wr.Opcode = rocev2.WRSend
+	case OpSendImm:
+		wr.Opcode, wr.Imm = rocev2.WRSendImm, id
+	case OpRead:
+		wr.Opcode = rocev2.WRRead
+	default:
+		return fmt.Errorf("rocev2: operation %v", op)
+	}
+	if err := c.qp.PostSend(now, wr); err != nil {
+		return err
+	}
+	if w.recvIDs && op.consumesRecv() {
+		c.ids.push(id)
+	}
+	return nil
+}
+
+// recvWR is a receive as the adapter posts it: with a buffer for SENDs
+// when the workload posts any, empty otherwise (a WRITE_IMM needs none).
+func (h *rcHost) recvWR(n int) rocev2.RecvWR {
+	if n == 0 {
+		return rocev2.RecvWR{}
+	}
+	return rocev2.RecvWR{Local: h.dst.SGE(0, n)}
 }
 
 func (w *rcWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
@@ -189,7 +232,13 @@ func (w *rcWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 			if !ok {
 				continue
 			}
-			sink(Completion{Conn: ref, ID: uint32(wc.WRID), Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
+			op, id := splitWRID(wc.WRID)
+			okWC := wc.Status == mr.StatusSuccess
+			if okWC && !op.consumesRecv() {
+				// WRITE, READ: no receive completion at the peer.
+				sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: true})
+			}
+			sink(Completion{Conn: ref, ID: id, Bytes: int(wc.ByteLen), OK: okWC})
 		}
 	}
 	for h.rcq.Len() > 0 {
@@ -199,10 +248,15 @@ func (w *rcWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 			if !ok {
 				continue
 			}
+			c := &w.conns[ref]
+			id := wc.Imm
 			if wc.Status != mr.StatusFlushed {
-				_ = w.conns[ref].rqp.PostRecv(now, rocev2.RecvWR{})
+				_ = c.rqp.PostRecv(now, h.recvWR(w.recvLen))
+				if w.recvIDs {
+					id = c.ids.pop()
+				}
 			}
-			sink(Completion{Conn: ref, Recv: true, ID: wc.Imm, Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
+			sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
 		}
 	}
 }
@@ -235,15 +289,17 @@ func (w *rcWorld) accept(now mr.Time, hi int, rc *rocev2.Conn) {
 		w.hosts[c.src].plane[rcKey{mr.PeerHandle(hi), rc.QPN()}] = c.plane
 	}
 	for i := 0; i < w.recvDepth; i++ {
-		_ = qp.PostRecv(now, rocev2.RecvWR{})
+		_ = qp.PostRecv(now, h.recvWR(w.recvLen))
 	}
 }
 
 func (w *rcWorld) Delivered(ref ConnRef) uint64 {
-	if rc := w.conns[ref].rc; rc != nil {
-		return rc.Counters().PayloadPlaced
+	c := &w.conns[ref]
+	d := c.c.Counters().PayloadPlaced // READ responses
+	if c.rc != nil {
+		d += c.rc.Counters().PayloadPlaced
 	}
-	return 0
+	return d
 }
 
 func (w *rcWorld) Counters() []Field {

@@ -57,8 +57,19 @@ func newWorkload(c *Config, hosts int) (workload, error) {
 }
 
 // post sends a message from the workload and marks the host for a kick.
+// Its operation comes from workload.ops: the k-th message on connection c
+// uses ops[(c+k) mod len(ops)], so that every connection, even one that
+// posts a single message, sees the mix.
 func (s *Sim) post(c ConnRef, src int, n int, id uint32) {
-	if err := s.world.Post(s.now, c, n, id); err != nil {
+	op := s.ops[0]
+	if len(s.ops) > 1 {
+		for int(c) >= len(s.opNext) {
+			s.opNext = append(s.opNext, 0)
+		}
+		op = s.ops[(int(c)+int(s.opNext[c]))%len(s.ops)]
+		s.opNext[c]++
+	}
+	if err := s.world.Post(s.now, c, op, n, id); err != nil {
 		s.postErrors++
 		return
 	}
