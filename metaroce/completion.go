@@ -79,45 +79,37 @@ type WorkCompletion struct {
 }
 
 // CompletionQueue is a polled queue of work completions (ibv_cq). It grows
-// as needed; it never drops a completion.
+// as needed; it never drops a completion. Every transport core (metaroce,
+// rocev2) reports into this one type, so an application can poll both
+// alike.
 type CompletionQueue struct {
-	ring []WorkCompletion
-	head int
-	n    int
+	q ring[WorkCompletion]
 }
 
 // NewCompletionQueue returns a queue with room for depth completions before
 // it has to grow.
 func NewCompletionQueue(depth int) *CompletionQueue {
-	if depth < 16 {
-		depth = 16
+	n := 16
+	for n < depth {
+		n <<= 1
 	}
-	return &CompletionQueue{ring: make([]WorkCompletion, depth)}
+	return &CompletionQueue{q: ring[WorkCompletion]{buf: make([]WorkCompletion, n)}}
 }
 
 // Poll moves up to len(out) completions into out and returns how many.
 func (q *CompletionQueue) Poll(out []WorkCompletion) int {
 	k := 0
-	for k < len(out) && q.n > 0 {
-		out[k] = q.ring[q.head]
-		q.head = (q.head + 1) % len(q.ring)
-		q.n--
+	for k < len(out) && q.q.len() > 0 {
+		out[k] = q.q.pop()
 		k++
 	}
 	return k
 }
 
 // Len returns the number of completions waiting.
-func (q *CompletionQueue) Len() int { return q.n }
+func (q *CompletionQueue) Len() int { return q.q.len() }
 
-func (q *CompletionQueue) push(wc WorkCompletion) {
-	if q.n == len(q.ring) {
-		grown := make([]WorkCompletion, 2*len(q.ring))
-		for i := 0; i < q.n; i++ {
-			grown[i] = q.ring[(q.head+i)%len(q.ring)]
-		}
-		q.ring, q.head = grown, 0
-	}
-	q.ring[(q.head+q.n)%len(q.ring)] = wc
-	q.n++
-}
+// Push appends a completion. Transport cores call it when a work request
+// finishes; it is exported so that other cores (rocev2) report into the
+// same type.
+func (q *CompletionQueue) Push(wc WorkCompletion) { q.q.push(wc) }

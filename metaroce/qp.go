@@ -197,7 +197,7 @@ func (q *QueuePair) completeSends() {
 			wc.ByteLen = m.length
 		}
 		if q.sendCQ != nil {
-			q.sendCQ.push(wc)
+			q.sendCQ.Push(wc)
 		}
 		if m.status == StatusSuccess {
 			q.conn.c.MessagesSent++
@@ -227,7 +227,7 @@ func (q *QueuePair) completeRecvs() {
 			s.mr.refs--
 		}
 		if q.recvCQ != nil {
-			q.recvCQ.push(wc)
+			q.recvCQ.Push(wc)
 		}
 		// drop keeps the slot's chunk-set storage for the next receive.
 		s.mr, s.buf = nil, nil

@@ -183,7 +183,7 @@ func (c *Conn) completeSend(w *wqe, st Status) {
 		c.c.MessagesSent++
 	}
 	if c.qp.sendCQ != nil {
-		c.qp.sendCQ.push(wc)
+		c.qp.sendCQ.Push(wc)
 	}
 	if w.mr != nil {
 		w.mr.refs--
@@ -203,6 +203,6 @@ func (c *Conn) completeRecv(s *recvSlot, st Status, n uint32, op WCOpcode, imm u
 		s.mr.refs--
 	}
 	if c.qp.recvCQ != nil {
-		c.qp.recvCQ.push(wc)
+		c.qp.recvCQ.Push(wc)
 	}
 }
