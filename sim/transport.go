@@ -247,3 +247,29 @@ func lookupTransport(name string) (Transport, bool) {
 	t, ok := registered[name]
 	return t, ok
 }
+
+// sendWR builds the work request for one workload message: both transports
+// take metaroce's SendWR (rocev2 aliases it). remote and rkey name the
+// peer's region, used by the operations that address it.
+func sendWR(op Op, id uint32, local mr.SGE, remote uint64, rkey mr.RKey) (mr.SendWR, error) {
+	wr := mr.SendWR{ID: wrID(op, id), Local: local}
+	switch op {
+	case OpWriteImm, OpWrite, OpRead:
+		wr.RemoteAddr, wr.RKey = remote, rkey
+	}
+	switch op {
+	case OpWriteImm:
+		wr.Opcode, wr.Imm = mr.WRWriteImm, id
+	case OpWrite:
+		wr.Opcode = mr.WRWrite
+	case OpSend:
+		wr.Opcode = mr.WRSend
+	case OpSendImm:
+		wr.Opcode, wr.Imm = mr.WRSendImm, id
+	case OpRead:
+		wr.Opcode = mr.WRRead
+	default:
+		return wr, fmt.Errorf("operation %v", op)
+	}
+	return wr, nil
+}

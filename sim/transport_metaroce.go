@@ -160,24 +160,9 @@ func (w *mrWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error 
 
 func (w *mrWorld) post(now mr.Time, c *mrConn, op Op, n int, id uint32) error {
 	h, peer := w.hosts[c.src], w.hosts[c.dst]
-	wr := mr.SendWR{ID: wrID(op, id), Local: h.src.SGE(0, n)}
-	switch op {
-	case OpWriteImm, OpWrite, OpRead:
-		wr.RemoteAddr, wr.RKey = peer.dst.Addr(), peer.dst.RKey()
-	}
-	switch op {
-	case OpWriteImm:
-		wr.Opcode, wr.Imm = mr.WRWriteImm, id
-	case OpWrite:
-		wr.Opcode = mr.WRWrite
-	case OpSend:
-		wr.Opcode = mr.WRSend
-	case OpSendImm:
-		wr.Opcode, wr.Imm = mr.WRSendImm, id
-	case OpRead:
-		wr.Opcode = mr.WRRead
-	default:
-		return fmt.Errorf("metaroce: operation %v", op)
+	wr, err := sendWR(op, id, h.src.SGE(0, n), peer.dst.Addr(), peer.dst.RKey())
+	if err != nil {
+		return fmt.Errorf("metaroce: %w", err)
 	}
 	if err := c.qp.PostSend(now, wr); err != nil {
 		return err

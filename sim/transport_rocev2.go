@@ -179,24 +179,9 @@ func (w *rcWorld) Dial(now mr.Time, src, dst int) (ConnRef, error) {
 func (w *rcWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error {
 	c := &w.conns[ref]
 	peer := w.hosts[c.dst]
-	wr := rocev2.SendWR{ID: wrID(op, id), Local: w.hosts[c.src].src.SGE(0, n)}
-	switch op {
-	case OpWriteImm, OpWrite, OpRead:
-		wr.RemoteAddr, wr.RKey = peer.dst.Addr(), mr.RKey(peer.dst.RKey())
-	}
-	switch op {
-	case OpWriteImm:
-		wr.Opcode, wr.Imm = rocev2.WRWriteImm, id
-	case OpWrite:
-		wr.Opcode = rocev2.WRWrite
-	case OpSend:
-		wr.Opcode = rocev2.WRSend
-	case OpSendImm:
-		wr.Opcode, wr.Imm = rocev2.WRSendImm, id
-	case OpRead:
-		wr.Opcode = rocev2.WRRead
-	default:
-		return fmt.Errorf("rocev2: operation %v", op)
+	wr, err := sendWR(op, id, w.hosts[c.src].src.SGE(0, n), peer.dst.Addr(), mr.RKey(peer.dst.RKey()))
+	if err != nil {
+		return fmt.Errorf("rocev2: %w", err)
 	}
 	if err := c.qp.PostSend(now, wr); err != nil {
 		return err
