@@ -69,6 +69,28 @@ type TopologyConfig struct {
 	// TxQueue is the number of packets a host NIC port may hold waiting
 	// to be sent (beside the one on the wire). Default 2.
 	TxQueue int `yaml:"tx_queue"`
+	// PFC is the optional lossless mode (priority flow control on the
+	// switches). Off by default.
+	PFC PFCConfig `yaml:"pfc"`
+}
+
+// PFCConfig is the lossless mode: PFC-style pause on every switch, one
+// priority class for all traffic. Each switch counts the bytes it holds per
+// ingress link (a packet counts against the link it arrived on until its
+// last bit has left the switch); when a link's count reaches Xoff the
+// switch sends a PAUSE to the link's sender, when it falls back to Xon a
+// RESUME, each taking effect one propagation delay later. A paused sender
+// (a switch port or a host NIC port) finishes the packet on the wire and
+// then sends nothing on that link until resumed. Each ingress link gets
+// headroom above Xoff for what is already on the wire, so a switch drops
+// nothing for congestion; topology.buffer does not apply.
+type PFCConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Xoff is the ingress count that pauses the sender. Default 256KiB.
+	Xoff Size `yaml:"xoff"`
+	// Xon is the ingress count at or below which the sender is resumed.
+	// Default Xoff/2.
+	Xon Size `yaml:"xon"`
 }
 
 // FailureConfig fails a link (both directions of the cable) or a whole
@@ -253,6 +275,15 @@ func (c *Config) defaults() error {
 	}
 	if err := t.ECN.validate(); err != nil {
 		return err
+	}
+	if t.PFC.Xoff == 0 {
+		t.PFC.Xoff = 256 << 10
+	}
+	if t.PFC.Xon == 0 {
+		t.PFC.Xon = t.PFC.Xoff / 2
+	}
+	if t.PFC.Xoff < 0 || t.PFC.Xon < 0 || t.PFC.Xon >= t.PFC.Xoff {
+		return fmt.Errorf("topology.pfc: want 0 <= xon < xoff, have xon %v xoff %v", t.PFC.Xon, t.PFC.Xoff)
 	}
 	if err := c.Loss.validate(); err != nil {
 		return err

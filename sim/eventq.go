@@ -14,6 +14,8 @@ const (
 	evReconverge               // routing converges on the current link states
 	evStop                     // the run's virtual time is up
 	evBegin                    // the workload starts sending
+	evPortDone                 // lossless mode: switch port a finished serializing a packet
+	evPause                    // lossless mode: a PAUSE (b=1) or RESUME (b=0) reaches link a's sender
 )
 
 // event is one scheduled happening, stored by value in the queue.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Test-sized versions of the five experiment files: the same files, cut
+// Test-sized versions of the experiment files: the same files, cut
 // down with --set so that the suite stays fast on two cores.
 var smallExperiments = map[string][]string{
 	"loss-sweep.yaml": {"duration=600us", "warmup=100us", "sweep.loss.rate=[0, 0.01, 0.1]"},
@@ -19,6 +19,7 @@ var smallExperiments = map[string][]string{
 	"plane-scaling.yaml": {"duration=200us", "warmup=100us", "workload.connections=300", "sweep.topology.planes=[1, 2]",
 		"topology.leaves=4", "topology.hosts_per_leaf=4", "topology.spines=4"},
 	"collectives.yaml": {"workload.size=2MiB", "workload.hosts=8", "duration=20ms"},
+	"pfc-incast.yaml":  {"duration=400us", "warmup=100us", "sweep.workload.senders=[8, 32]"},
 }
 
 func runSmall(t *testing.T, file string, parallel int) *Results {
@@ -39,7 +40,7 @@ func jsonOf(t *testing.T, r *Results) string {
 // The same experiment run twice gives identical JSON, byte for byte,
 // whether its runs go one at a time or in parallel.
 func TestDeterminism(t *testing.T) {
-	for _, file := range []string{"loss-sweep.yaml", "incast.yaml", "plane-failure.yaml"} {
+	for _, file := range []string{"loss-sweep.yaml", "incast.yaml", "plane-failure.yaml", "pfc-incast.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			a := jsonOf(t, runSmall(t, file, 1))
 			b := jsonOf(t, runSmall(t, file, 2))
@@ -58,6 +59,7 @@ func TestExperimentsSmall(t *testing.T) {
 		"plane-failure.yaml": {"before_gbps", "after_gbps", "recover_rtts", "failed_wrs", "series"},
 		"plane-scaling.yaml": {"goodput_gbps", "topology.planes", "connections"},
 		"collectives.yaml":   {"completion_us", "algbw_gbps", "busbw_gbps", "workload.kind"},
+		"pfc-incast.yaml":    {"goodput_gbps", "jain", "peak_queue_kib", "buffer_drops", "topology.pfc.enabled"},
 	}
 	for file, keys := range need {
 		t.Run(file, func(t *testing.T) {

@@ -91,7 +91,7 @@ func (s *Sim) kick(h *host) {
 		port := &h.ports[p.plane]
 		port.push(pi)
 		h.queued++
-		if !port.busy {
+		if !port.busy && !s.links[port.link].pfc.paused {
 			s.startTx(h, int(p.plane))
 		}
 	}
@@ -105,7 +105,9 @@ func (s *Sim) startTx(h *host, pi int) {
 	h.queued--
 	port.busy = true
 	l := &s.links[port.link]
-	arrive, _, _ := l.enqueue(int64(s.now)*1000, s.pool.at(pk).wireBytes(), false)
+	b := s.pool.at(pk).wireBytes()
+	s.pfcNote(pfcTx, port.link, b)
+	arrive, _, _ := l.enqueue(int64(s.now)*1000, b, false)
 	s.q.push(mr.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(s.planes)+int32(pi), 0)
 	s.q.push(mr.Time(psToNs(arrive)), evArrive, port.link, pk)
 }
@@ -116,7 +118,7 @@ func (s *Sim) txDone(gp int32) {
 	pi := int(gp % int32(s.planes))
 	port := &h.ports[pi]
 	port.busy = false
-	if port.n > 0 {
+	if port.n > 0 && !s.links[port.link].pfc.paused {
 		s.startTx(h, pi)
 	}
 	s.kick(h)

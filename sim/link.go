@@ -35,6 +35,12 @@ type link struct {
 	loss    lossState
 	reverse int32 // the other direction of the cable
 
+	// Lossless mode (topology.pfc; see pfc.go). The transmitter's side:
+	// paused by the far end, and, for a switch port, the packets waiting
+	// behind the one on the wire (with PFC a switch port keeps a real
+	// FIFO, since a paused port holds its queue).
+	pfc pfcPort
+
 	// counters
 	txPackets   uint64
 	txBytes     uint64

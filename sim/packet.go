@@ -10,8 +10,9 @@ type packet struct {
 	dst   int32  // destination host
 	sport uint16 // UDP source port = the transport's path entropy
 	plane uint8
-	ce    bool // IP ECN field is CE (a switch marked it)
-	ect   bool // IP ECN field is ECN-capable
+	in    int32 // lossless mode: the link it arrived on at the switch that holds it
+	ce    bool  // IP ECN field is CE (a switch marked it)
+	ect   bool  // IP ECN field is ECN-capable
 }
 
 // wireOverhead is what a frame adds on the wire to the transport's packet:

@@ -96,12 +96,22 @@ func (h *probeHost) OnTimer(now mr.Time) {
 // yaml (a workload is required by the schema; the probe ignores it).
 func probeSim(t *testing.T, yaml string, script map[int][]probeSend) (*Sim, *probeWorld) {
 	t.Helper()
+	return probeSimWith(t, yaml, script, nil)
+}
+
+// probeSimWith is probeSim with a hook that sees the built Sim before it
+// runs (to install traces).
+func probeSimWith(t *testing.T, yaml string, script map[int][]probeSend, hook func(*Sim)) (*Sim, *probeWorld) {
+	t.Helper()
 	e, err := Parse("probe.yaml", []byte(yaml+"\nworkload: {kind: long-lived}\ntransports: [metaroce]\n"), nil)
 	require.NoError(t, err)
 	runs, err := e.Runs()
 	require.NoError(t, err)
 	s, err := newSim(runSpec{cfg: runs[0].cfg, transport: probeTransport{script: script}, params: &struct{}{}})
 	require.NoError(t, err)
+	if hook != nil {
+		hook(s)
+	}
 	_, err = s.run()
 	require.NoError(t, err)
 	return s, s.world.(*probeWorld)

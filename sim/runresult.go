@@ -25,6 +25,14 @@ func (s *Sim) result() *runResult {
 	r.add("loss_drops", f.lossDrops)
 	r.add("failure_drops", f.downDrops+s.noRoute)
 	r.add("ce_marks", f.ceMarks)
+	if s.pfc.on {
+		ps := s.pfcStats()
+		r.add("pfc_pauses", ps.pauses)
+		r.add("pfc_paused_links", ps.pausedLinks)
+		r.add("pfc_paused_us", float64(ps.pausedNs)/1e3)
+		r.add("pfc_max_paused_us", float64(ps.maxPausedNs)/1e3)
+		r.add("pfc_overflow_drops", ps.overflowDrops)
+	}
 	r.add("failed_wrs", s.failedWRs)
 	r.add("packets", s.hostTx)
 	r.add("sim_time_us", float64(s.now)/1e3)

@@ -32,6 +32,7 @@ type Sim struct {
 	sink    func(Completion) // s.onCompletion, bound once (a method value allocates)
 	tap     *capture
 	baseRTT mr.Time
+	pfc     pfcState // lossless mode (topology.pfc)
 
 	stopped  bool
 	finishAt mr.Time // when a finite workload finished (Never: not yet)
@@ -92,6 +93,7 @@ func newSim(rs runSpec) (*Sim, error) {
 		}
 	}
 	s.pool = newPacketPool(maxLen)
+	s.setupPFC(int64(maxLen) + wireOverhead)
 	data, ack := rs.transport.PacketLens(cfg.Transport.MTU)
 	s.baseRTT = mr.Time(topo.baseRTT(data, ack))
 	return s, nil
@@ -142,6 +144,10 @@ func (s *Sim) runUntil(limit mr.Time) {
 			s.arrive(e.a, e.b)
 		case evTxDone:
 			s.txDone(e.a)
+		case evPortDone:
+			s.pfcPortDone(e.a)
+		case evPause:
+			s.pfcPause(e.a, e.b == 1)
 		case evTimer:
 			s.onTimer(e.a, e.b)
 		case evSample:
@@ -186,6 +192,10 @@ func (s *Sim) arrive(li, pi int32) {
 	if out < 0 {
 		s.noRoute++
 		s.pool.put(pi)
+		return
+	}
+	if s.pfc.on {
+		s.pfcForward(li, out, pi)
 		return
 	}
 	ol := &s.links[out]
