@@ -1,5 +1,7 @@
 package metaroce
 
+import "github.com/metaroce/metaroce/internal/queue"
+
 // Status is the outcome of a work request, modelled on ibv_wc_status.
 type Status uint8
 
@@ -83,33 +85,29 @@ type WorkCompletion struct {
 // rocev2) reports into this one type, so an application can poll both
 // alike.
 type CompletionQueue struct {
-	q ring[WorkCompletion]
+	q queue.Ring[WorkCompletion]
 }
 
 // NewCompletionQueue returns a queue with room for depth completions before
 // it has to grow.
 func NewCompletionQueue(depth int) *CompletionQueue {
-	n := 16
-	for n < depth {
-		n <<= 1
-	}
-	return &CompletionQueue{q: ring[WorkCompletion]{buf: make([]WorkCompletion, n)}}
+	return &CompletionQueue{q: queue.NewRing[WorkCompletion](max(depth, 16))}
 }
 
 // Poll moves up to len(out) completions into out and returns how many.
 func (q *CompletionQueue) Poll(out []WorkCompletion) int {
 	k := 0
-	for k < len(out) && q.q.len() > 0 {
-		out[k] = q.q.pop()
+	for k < len(out) && q.q.Len() > 0 {
+		out[k] = q.q.Pop()
 		k++
 	}
 	return k
 }
 
 // Len returns the number of completions waiting.
-func (q *CompletionQueue) Len() int { return q.q.len() }
+func (q *CompletionQueue) Len() int { return q.q.Len() }
 
 // Push appends a completion. Transport cores call it when a work request
 // finishes; it is exported so that other cores (rocev2) report into the
 // same type.
-func (q *CompletionQueue) Push(wc WorkCompletion) { q.q.push(wc) }
+func (q *CompletionQueue) Push(wc WorkCompletion) { q.q.Push(wc) }

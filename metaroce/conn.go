@@ -1,6 +1,7 @@
 package metaroce
 
 import (
+	"github.com/metaroce/metaroce/internal/queue"
 	"sort"
 	"time"
 )
@@ -70,15 +71,15 @@ type Conn struct {
 	rx []rxPath
 
 	qps     map[StreamID]*QueuePair
-	qpOrder []*QueuePair     // the same queue pairs, by stream id
-	active  ring[*QueuePair] // streams that may have data to send
-	jobs    ring[*readJob]   // READ responses with packets still to build
-	jobRR   bool             // alternate between READ responses and streams
+	qpOrder []*QueuePair           // the same queue pairs, by stream id
+	active  queue.Ring[*QueuePair] // streams that may have data to send
+	jobs    queue.Ring[*readJob]   // READ responses with packets still to build
+	jobRR   bool                   // alternate between READ responses and streams
 
-	resend  ring[resendRef]
-	moved   ring[movedPkt]
-	ackList ring[PathID]
-	ctrl    ring[ctrlPkt]
+	resend  queue.Ring[resendRef]
+	moved   queue.Ring[movedPkt]
+	ackList queue.Ring[PathID]
+	ctrl    queue.Ring[ctrlPkt]
 
 	msgPool []*txMsg
 	jobPool []*readJob
@@ -95,9 +96,8 @@ type Conn struct {
 	retryAt       Time // next CONNECT or CLOSE attempt
 	tries         int
 
-	deadline Time
-	heapIdx  int
-	inReady  bool
+	timer   queue.Timer // deadline and position in Endpoint.timers
+	inReady bool
 
 	c ConnCounters
 }
@@ -215,10 +215,10 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 	c.lastRx = now
 	c.lastKeepalive = now
 	for _, q := range c.qpOrder {
-		for i := 0; i < q.sq.len(); i++ {
-			c.sizeMsg(*q.sq.at(i)) // posted while connecting
+		for i := 0; i < q.sq.Len(); i++ {
+			c.sizeMsg(*q.sq.At(i)) // posted while connecting
 		}
-		if q.sq.len() > 0 {
+		if q.sq.Len() > 0 {
 			c.activate(q)
 		}
 	}
@@ -239,8 +239,8 @@ func (c *Conn) sizeMsg(m *txMsg) {
 // releases everything the connection holds.
 func (c *Conn) abort(inFlight, notStarted Status) {
 	for _, q := range c.qpOrder {
-		for i := 0; i < q.sq.len(); i++ {
-			m := *q.sq.at(i)
+		for i := 0; i < q.sq.Len(); i++ {
+			m := *q.sq.At(i)
 			m.outstanding = 0
 			if m.finished {
 				continue
@@ -253,8 +253,8 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 			}
 		}
 		q.completeSends()
-		for i := 0; i < q.rq.len(); i++ {
-			s := q.rq.at(i)
+		for i := 0; i < q.rq.Len(); i++ {
+			s := q.rq.At(i)
 			if !s.done {
 				s.done, s.status = true, StatusFlushed
 			}
@@ -262,8 +262,8 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 		q.completeRecvs()
 		q.active = false
 	}
-	for c.jobs.len() > 0 {
-		c.releaseJobRefs(c.jobs.pop())
+	for c.jobs.Len() > 0 {
+		c.releaseJobRefs(c.jobs.Pop())
 	}
 	for i := range c.tx {
 		p := &c.tx[i]
@@ -276,10 +276,10 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 		clear(p.slots)
 		p.inUse = 0
 	}
-	c.active.clear()
-	c.resend.clear()
-	c.moved.clear()
-	c.ackList.clear()
+	c.active.Clear()
+	c.resend.Clear()
+	c.moved.Clear()
+	c.ackList.Clear()
 }
 
 // fail tears the connection down after the peer died, restarted or reset it.
@@ -295,7 +295,7 @@ func (c *Conn) fail(status Status) {
 // finish removes the connection from the endpoint.
 func (c *Conn) finish(s connState) {
 	c.state = s
-	c.ctrl.clear()
+	c.ctrl.Clear()
 	c.ep.forget(c)
 }
 
@@ -303,7 +303,7 @@ func (c *Conn) finish(s connState) {
 func (c *Conn) activate(q *QueuePair) {
 	if !q.active && c.state == connEstablished {
 		q.active = true
-		c.active.push(q)
+		c.active.Push(q)
 	}
 }
 
@@ -376,8 +376,8 @@ func (c *Conn) lookupError(stream StreamID, recvSeq MsgSeq) (Status, bool) {
 
 // queueCtrl queues an unsequenced packet.
 func (c *Conn) queueCtrl(p ctrlPkt) {
-	if c.ctrl.len() < maxCtrlQueue {
-		c.ctrl.push(p)
+	if c.ctrl.Len() < maxCtrlQueue {
+		c.ctrl.Push(p)
 	}
 }
 
@@ -391,7 +391,7 @@ func (c *Conn) queueAck(now Time, i PathID, immediate bool) {
 	}
 	if !r.queued {
 		r.queued = true
-		c.ackList.push(i)
+		c.ackList.Push(i)
 	}
 }
 
@@ -409,14 +409,14 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 	switch c.state {
 	case connConnecting, connClosing:
 		at(c.retryAt)
-		return d, c.ctrl.len() > 0
+		return d, c.ctrl.Len() > 0
 	case connEstablished:
 	default:
 		return Never, false
 	}
-	ready = c.ctrl.len() > 0 || c.resend.len() > 0 || c.moved.len() > 0 || c.jobs.len() > 0
-	for i := 0; i < c.ackList.len(); i++ {
-		r := &c.rx[*c.ackList.at(i)]
+	ready = c.ctrl.Len() > 0 || c.resend.Len() > 0 || c.moved.Len() > 0 || c.jobs.Len() > 0
+	for i := 0; i < c.ackList.Len(); i++ {
+		r := &c.rx[*c.ackList.At(i)]
 		if r.ackNow || r.ackDue <= now {
 			ready = true
 		} else {
@@ -431,8 +431,8 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 			at(p.reprobeAt)
 		}
 	}
-	for i := 0; i < c.active.len(); i++ {
-		q := *c.active.at(i)
+	for i := 0; i < c.active.Len(); i++ {
+		q := *c.active.At(i)
 		if q.blockedUntil > now {
 			at(q.blockedUntil)
 		} else {
@@ -526,7 +526,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 	if s.kind != slotFree && !s.pending {
 		s.pending = true
 		p.c.RetransmitTimeout++
-		c.resend.push(resendRef{path: p.id, gen: p.gen, psn: p.una})
+		c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: p.una})
 	}
 }
 
@@ -546,10 +546,10 @@ func (c *Conn) failPath(now Time, p *txPath) {
 				c.releaseMsg(m)
 				continue
 			}
-			c.moved.push(movedPkt{kind: slotData, msg: m, attempt: s.attempt, offset: s.offset, length: s.length})
+			c.moved.Push(movedPkt{kind: slotData, msg: m, attempt: s.attempt, offset: s.offset, length: s.length})
 			p.c.MovedAway++
 		case slotReadResp:
-			c.moved.push(movedPkt{kind: slotReadResp, job: s.job, offset: s.offset, length: s.length})
+			c.moved.Push(movedPkt{kind: slotReadResp, job: s.job, offset: s.offset, length: s.length})
 			p.c.MovedAway++
 		}
 	}
@@ -580,7 +580,7 @@ func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
 	}
 	// Built and sent through the resend queue like any sequenced packet.
 	s.pending = true
-	c.resend.push(resendRef{path: p.id, gen: p.gen, psn: psn})
+	c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: psn})
 }
 
 // checkFailed finishes a message that failed once nothing refers to it.
@@ -609,8 +609,8 @@ func (c *Conn) failMsg(m *txMsg, st Status) {
 // PostSend refuses new ones.
 func (c *Conn) breakStream(q *QueuePair) {
 	q.broken = true
-	for i := 0; i < q.sq.len(); i++ {
-		m := *q.sq.at(i)
+	for i := 0; i < q.sq.Len(); i++ {
+		m := *q.sq.At(i)
 		if m.finished || m.status != StatusSuccess {
 			continue
 		}

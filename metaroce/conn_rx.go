@@ -171,7 +171,7 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 				p.c.SackGaps++
 				p.c.RetransmitSACK++
 				c.c.SackGaps++
-				c.resend.push(resendRef{path: p.id, gen: p.gen, psn: psn})
+				c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: psn})
 			}
 		}
 	}
@@ -243,7 +243,7 @@ func (c *Conn) onNak(now Time, body []byte) {
 	s.nop = true
 	if !s.pending {
 		s.pending = true
-		c.resend.push(resendRef{path: p.id, gen: p.gen, psn: n.PSN})
+		c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: n.PSN})
 	}
 }
 
@@ -416,7 +416,7 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		if mr == nil {
 			return c.nak(h, &m, StatusRemoteAccessError)
 		}
-		if c.jobs.len() >= maxReadJobs {
+		if c.jobs.Len() >= maxReadJobs {
 			// Like a NIC's responder resources: ask the requester to retry.
 			return c.nak(h, &m, StatusReceiverNotReady)
 		}
@@ -424,7 +424,7 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		j := c.newJob()
 		*j = readJob{stream: m.Stream, seq: m.MsgSeq, mr: mr, src: src, nChunks: chunksFor(m.MsgLen, c.mtu)}
 		mr.refs++
-		c.jobs.push(j)
+		c.jobs.Push(j)
 	default:
 		return dropped
 	}
@@ -459,10 +459,10 @@ func (c *Conn) claimRecv(h *Header, m *MsgHeader, q *QueuePair) (*recvSlot, verd
 		}
 		return nil, accepted
 	}
-	if int(d) >= q.rq.len() {
+	if int(d) >= q.rq.Len() {
 		return nil, c.nak(h, m, StatusReceiverNotReady)
 	}
-	s := q.rq.at(int(d))
+	s := q.rq.At(int(d))
 	if s.done {
 		if s.status != StatusSuccess {
 			return nil, c.nak(h, m, s.wire)
@@ -500,10 +500,10 @@ func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict
 		return dropped
 	}
 	idx := int32(m.MsgSeq - q.sqBase)
-	if idx < 0 || int(idx) >= q.sq.len() {
+	if idx < 0 || int(idx) >= q.sq.Len() {
 		return accepted // a late copy of a finished READ
 	}
-	msg := *q.sq.at(int(idx))
+	msg := *q.sq.At(int(idx))
 	if msg.op != OpReadReq {
 		return dropped
 	}

@@ -17,27 +17,27 @@ type TxMeta struct {
 // control packets first, then ACKs, resends, packets moved off failed paths
 // and finally new data.
 func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
-	if c.ctrl.len() > 0 {
-		return c.buildCtrl(now, buf, c.ctrl.pop())
+	if c.ctrl.Len() > 0 {
+		return c.buildCtrl(now, buf, c.ctrl.Pop())
 	}
 	if c.state != connEstablished {
 		return TxMeta{}, false
 	}
-	if c.ackList.len() > 0 && c.ackDueNow(now) {
+	if c.ackList.Len() > 0 && c.ackDueNow(now) {
 		return c.buildAck(now, buf)
 	}
-	for c.resend.len() > 0 {
-		r := c.resend.pop()
+	for c.resend.Len() > 0 {
+		r := c.resend.Pop()
 		if meta, ok := c.buildResend(now, buf, r); ok {
 			return meta, true
 		}
 	}
-	for c.moved.len() > 0 {
+	for c.moved.Len() > 0 {
 		pi := c.picker.pick(c.tx)
 		if pi < 0 {
 			break
 		}
-		mp := c.moved.pop()
+		mp := c.moved.Pop()
 		if meta, ok := c.buildMoved(now, buf, &c.tx[pi], mp); ok {
 			return meta, true
 		}
@@ -47,8 +47,8 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 
 // ackDueNow reports whether some path's ACK must go out now.
 func (c *Conn) ackDueNow(now Time) bool {
-	for i := 0; i < c.ackList.len(); i++ {
-		r := &c.rx[*c.ackList.at(i)]
+	for i := 0; i < c.ackList.Len(); i++ {
+		r := &c.rx[*c.ackList.At(i)]
 		if r.ackNow || r.ackDue <= now {
 			return true
 		}
@@ -136,7 +136,7 @@ func (c *Conn) ctrlPath(op Opcode) PathID {
 // buildAck writes one ACK carrying a block for every path with an
 // acknowledgement pending (as many as fit).
 func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
-	first := *c.ackList.front()
+	first := *c.ackList.Front()
 	via := first
 	if c.tx[first].failed {
 		// Our own traffic found this path dead: send the ACK another way.
@@ -147,8 +147,8 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 	maxBlocks := min(MaxAckBlocks, (c.ep.MaxPacketLen()-HeaderLen-AckPrefixLen-CRCLen)/AckBlockLen)
 	n := HeaderLen + AckPrefixLen
 	count := 0
-	for c.ackList.len() > 0 && count < maxBlocks {
-		i := c.ackList.pop()
+	for c.ackList.Len() > 0 && count < maxBlocks {
+		i := c.ackList.Pop()
 		r := &c.rx[i]
 		b := AckBlock{Path: i, PathGen: r.gen, Cum: r.sb.cum, Sack: r.sb.sack,
 			ECNCount: r.ecn, TSEcho: r.tsEcho}
@@ -282,7 +282,7 @@ func (c *Conn) buildMoved(now Time, buf []byte, p *txPath, mp movedPkt) (TxMeta,
 // buildNew sends the next chunk of new data: READ responses and streams
 // take turns, streams in round robin.
 func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
-	if c.jobs.len() == 0 && c.active.len() == 0 {
+	if c.jobs.Len() == 0 && c.active.Len() == 0 {
 		return TxMeta{}, false
 	}
 	pi := c.picker.pick(c.tx)
@@ -291,24 +291,24 @@ func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
 	}
 	p := &c.tx[pi]
 	c.jobRR = !c.jobRR
-	if c.jobRR && c.jobs.len() > 0 {
+	if c.jobRR && c.jobs.Len() > 0 {
 		return c.buildJobChunk(now, buf, p)
 	}
-	for tries := c.active.len(); tries > 0; tries-- {
-		q := c.active.pop()
+	for tries := c.active.Len(); tries > 0; tries-- {
+		q := c.active.Pop()
 		m := q.nextToSegment()
 		if m == nil {
 			q.active = false
 			continue
 		}
 		if q.blockedUntil > now {
-			c.active.push(q)
+			c.active.Push(q)
 			continue
 		}
-		c.active.push(q)
+		c.active.Push(q)
 		return c.buildMsgChunk(now, buf, p, m)
 	}
-	if c.jobs.len() > 0 {
+	if c.jobs.Len() > 0 {
 		return c.buildJobChunk(now, buf, p)
 	}
 	return TxMeta{}, false
@@ -316,8 +316,8 @@ func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
 
 // nextToSegment returns the first message of q with packets left to build.
 func (q *QueuePair) nextToSegment() *txMsg {
-	for q.segIdx < q.sq.len() {
-		m := *q.sq.at(q.segIdx)
+	for q.segIdx < q.sq.Len() {
+		m := *q.sq.At(q.segIdx)
 		if !m.segDone {
 			return m
 		}
@@ -344,7 +344,7 @@ func (c *Conn) buildMsgChunk(now Time, buf []byte, p *txPath, m *txMsg) (TxMeta,
 }
 
 func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
-	j := *c.jobs.front()
+	j := *c.jobs.Front()
 	psn, s := c.occupy(now, p)
 	length := min(uint32(len(j.src))-j.segOff, uint32(c.mtu))
 	*s = txSlot{kind: slotReadResp, job: j, offset: j.segOff, length: length}
@@ -352,7 +352,7 @@ func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
 	j.segOff += length
 	if j.segOff >= uint32(len(j.src)) {
 		j.segDone = true
-		c.jobs.pop()
+		c.jobs.Pop()
 	}
 	n := c.writeSequenced(now, buf, p, psn, s, false)
 	c.transmit(now, p, s)

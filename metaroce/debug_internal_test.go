@@ -3,7 +3,7 @@ package metaroce
 import "fmt"
 
 func (c *Conn) debugString() string {
-	s := fmt.Sprintf("conn %d state=%s failure=%v resend=%d moved=%d active=%d jobs=%d ctrl=%d acks=%d deadline=%d\n", c.local, c.state, c.failure, c.resend.len(), c.moved.len(), c.active.len(), c.jobs.len(), c.ctrl.len(), c.ackList.len(), c.deadline)
+	s := fmt.Sprintf("conn %d state=%s failure=%v resend=%d moved=%d active=%d jobs=%d ctrl=%d acks=%d deadline=%d\n", c.local, c.state, c.failure, c.resend.Len(), c.moved.Len(), c.active.Len(), c.jobs.Len(), c.ctrl.Len(), c.ackList.Len(), c.timer.Deadline)
 	for i := range c.tx {
 		p := &c.tx[i]
 		s += fmt.Sprintf(" tx%d gen=%d una=%d next=%d inUse=%d failed=%v timeouts=%d srtt=%v lastProg=%d delivered=%d\n", i, p.gen, p.una, p.next, p.inUse, p.failed, p.timeouts, p.srtt, p.lastProgress, p.delivered)
@@ -15,10 +15,10 @@ func (c *Conn) debugString() string {
 		s += fmt.Sprintf(" rx%d gen=%d cum=%d sack=%x unacked=%d due=%d\n", i, r.gen, r.sb.cum, r.sb.sack, r.unacked, r.ackDue)
 	}
 	for id, q := range c.qps {
-		if q.sq.len() > 0 || q.rq.len() > 0 {
-			s += fmt.Sprintf(" qp%d sq=%d segIdx=%d blocked=%d active=%v rq=%d rqBase=%d\n", id, q.sq.len(), q.segIdx, q.blockedUntil, q.active, q.rq.len(), q.rqBase)
-			for i := 0; i < q.sq.len(); i++ {
-				m := *q.sq.at(i)
+		if q.sq.Len() > 0 || q.rq.Len() > 0 {
+			s += fmt.Sprintf(" qp%d sq=%d segIdx=%d blocked=%d active=%v rq=%d rqBase=%d\n", id, q.sq.Len(), q.segIdx, q.blockedUntil, q.active, q.rq.Len(), q.rqBase)
+			for i := 0; i < q.sq.Len(); i++ {
+				m := *q.sq.At(i)
 				s += fmt.Sprintf("   msg seq=%d op=%v len=%d seg=%d/%v acked=%d/%d out=%d fin=%v st=%v att=%d\n", m.seq, m.op, m.length, m.segOff, m.segDone, m.ackedChunks, m.nChunks, m.outstanding, m.finished, m.status, m.attempt)
 			}
 		}

@@ -3,6 +3,7 @@ package metaroce
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/internal/queue"
 	"sort"
 )
 
@@ -32,10 +33,10 @@ type Endpoint struct {
 
 	conns    map[ConnID]*Conn
 	nextID   ConnID
-	accepted ring[*Conn]
-	ready    ring[*Conn]
-	timers   connHeap
-	replies  ring[reply]
+	accepted queue.Ring[*Conn]
+	ready    queue.Ring[*Conn]
+	timers   queue.TimerHeap[*Conn]
+	replies  queue.Ring[reply]
 	due      []*Conn // scratch for OnTimer
 
 	c EndpointCounters
@@ -47,7 +48,8 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), nextID: 1}, nil
+	return &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), nextID: 1,
+		timers: queue.NewTimerHeap(func(c *Conn) *queue.Timer { return &c.timer })}, nil
 }
 
 // Config returns the endpoint's effective configuration.
@@ -80,7 +82,7 @@ func (e *Endpoint) newConn(peer PeerHandle, now Time) (*Conn, error) {
 		e.nextID++
 	}
 	c := &Conn{ep: e, local: e.nextID, peer: peer, qps: make(map[StreamID]*QueuePair),
-		heapIdx: -1, deadline: Never, lastRx: now}
+		lastRx: now}
 	e.nextID++
 	e.conns[c.local] = c
 	return c, nil
@@ -104,22 +106,22 @@ func (e *Endpoint) Connect(now Time, peer PeerHandle) (*Conn, error) {
 
 // Accept returns the next connection a peer opened, if any.
 func (e *Endpoint) Accept() (*Conn, bool) {
-	if e.accepted.len() == 0 {
+	if e.accepted.Len() == 0 {
 		return nil, false
 	}
-	return e.accepted.pop(), true
+	return e.accepted.Pop(), true
 }
 
 // forget removes a closed or failed connection.
 func (e *Endpoint) forget(c *Conn) {
 	delete(e.conns, c.local)
-	e.timers.remove(c)
+	e.timers.Remove(c)
 }
 
 // reply queues an unsequenced answer outside any connection.
 func (e *Endpoint) reply(peer PeerHandle, op Opcode, dst, src ConnID) {
-	if e.replies.len() < maxReplies {
-		e.replies.push(reply{peer: peer, op: op, dst: dst, src: src})
+	if e.replies.Len() < maxReplies {
+		e.replies.Push(reply{peer: peer, op: op, dst: dst, src: src})
 	}
 }
 
@@ -228,7 +230,7 @@ func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
 	c.acceptPath = h.Path % PathID(c.paths)
 	e.peerSeen(c)
 	c.queueCtrl(ctrlPkt{op: OpAccept})
-	e.accepted.push(c)
+	e.accepted.Push(c)
 	e.touch(c, now)
 }
 
@@ -238,11 +240,11 @@ func (e *Endpoint) touch(c *Conn, now Time) {
 		return
 	}
 	d, ready := c.computeDeadline(now)
-	c.deadline = d
-	e.timers.set(c)
+	c.timer.Deadline = int64(d)
+	e.timers.Set(c)
 	if ready && !c.inReady {
 		c.inReady = true
-		e.ready.push(c)
+		e.ready.Push(c)
 	}
 }
 
@@ -253,15 +255,15 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 	if len(buf) < e.MaxPacketLen() {
 		panic(fmt.Sprintf("metaroce: NextPacket buffer of %d bytes, need %d", len(buf), e.MaxPacketLen()))
 	}
-	if e.replies.len() > 0 {
-		r := e.replies.pop()
+	if e.replies.Len() > 0 {
+		r := e.replies.Pop()
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
 		h.Put(buf)
 		n := SealCRC(buf, HeaderLen)
 		return TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}
-	for e.ready.len() > 0 {
-		c := e.ready.pop()
+	for e.ready.Len() > 0 {
+		c := e.ready.Pop()
 		c.inReady = false
 		if c.state >= connClosed {
 			continue
@@ -272,24 +274,25 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 			e.touch(c, now)
 			if !c.inReady {
 				c.inReady = true
-				e.ready.push(c)
+				e.ready.Push(c)
 			}
 			return meta, true
 		}
 		// Whatever work is left needs window room or time: an ACK or a
 		// timer makes the connection ready again.
-		c.deadline, _ = c.computeDeadline(now)
-		e.timers.set(c)
+		d, _ := c.computeDeadline(now)
+		c.timer.Deadline = int64(d)
+		e.timers.Set(c)
 	}
 	return TxMeta{}, false
 }
 
 // NextDeadline is the earliest time OnTimer must run (Never if none).
 func (e *Endpoint) NextDeadline() Time {
-	if e.timers.len() == 0 {
+	if e.timers.Len() == 0 {
 		return Never
 	}
-	return e.timers.min()
+	return Time(e.timers.Min())
 }
 
 // OnTimer runs every timer due at now: tail-loss probes, path failure and
@@ -297,8 +300,8 @@ func (e *Endpoint) NextDeadline() Time {
 // connect and close retries.
 func (e *Endpoint) OnTimer(now Time) {
 	e.due = e.due[:0]
-	for e.timers.len() > 0 && e.timers.min() <= now {
-		e.due = append(e.due, e.timers.popMin())
+	for e.timers.Len() > 0 && Time(e.timers.Min()) <= now {
+		e.due = append(e.due, e.timers.PopMin())
 	}
 	for _, c := range e.due {
 		c.onTimer(now)

@@ -3,6 +3,7 @@ package metaroce
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/internal/queue"
 )
 
 // WROpcode is the operation of a send work request.
@@ -58,16 +59,16 @@ type QueuePair struct {
 	sendCQ *CompletionQueue
 	recvCQ *CompletionQueue
 
-	sq           ring[*txMsg] // posted, not yet completed, in posting order
-	sqBase       MsgSeq       // msg_seq of sq's front
-	segIdx       int          // index in sq of the message being segmented
+	sq           queue.Ring[*txMsg] // posted, not yet completed, in posting order
+	sqBase       MsgSeq             // msg_seq of sq's front
+	segIdx       int                // index in sq of the message being segmented
 	nextSeq      MsgSeq
 	nextRecvSeq  MsgSeq
 	blockedUntil Time // RNR back-off of the message being segmented
 	active       bool // in the connection's round robin of streams with data
 	broken       bool // send side in the error state (see Conn.breakStream)
 
-	rq     ring[recvSlot]
+	rq     queue.Ring[recvSlot]
 	rqBase MsgSeq // recv_seq of rq's front
 }
 
@@ -89,7 +90,7 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 	if q.broken {
 		return ErrStreamError
 	}
-	if q.sq.len() >= c.ep.cfg.SendQueueDepth {
+	if q.sq.Len() >= c.ep.cfg.SendQueueDepth {
 		return ErrQueueFull
 	}
 	var op Opcode
@@ -134,7 +135,7 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 	if mr != nil {
 		mr.refs++
 	}
-	q.sq.push(m)
+	q.sq.Push(m)
 	c.activate(q)
 	c.ep.touch(c, now)
 	return nil
@@ -147,7 +148,7 @@ func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
 	if c.state >= connClosing {
 		return ErrNotUsable
 	}
-	if q.rq.len() >= c.ep.cfg.RecvQueueDepth {
+	if q.rq.Len() >= c.ep.cfg.RecvQueueDepth {
 		return ErrQueueFull
 	}
 	var mr *MemoryRegion
@@ -160,26 +161,26 @@ func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
 		}
 		mr.refs++
 	}
-	s := q.rq.extend()
+	s := q.rq.Extend()
 	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf, placed: s.placed}
 	return nil
 }
 
 // OutstandingSends is the number of send work requests not yet completed.
-func (q *QueuePair) OutstandingSends() int { return q.sq.len() }
+func (q *QueuePair) OutstandingSends() int { return q.sq.Len() }
 
 // PostedRecvs is the number of receives not yet completed.
-func (q *QueuePair) PostedRecvs() int { return q.rq.len() }
+func (q *QueuePair) PostedRecvs() int { return q.rq.Len() }
 
 // completeSends reports, in posting order, every finished message at the
 // front of the send queue.
 func (q *QueuePair) completeSends() {
-	for q.sq.len() > 0 {
-		m := *q.sq.front()
+	for q.sq.Len() > 0 {
+		m := *q.sq.Front()
 		if !m.finished {
 			return
 		}
-		q.sq.pop()
+		q.sq.Pop()
 		q.sqBase++
 		if q.segIdx > 0 {
 			q.segIdx--
@@ -210,8 +211,8 @@ func (q *QueuePair) completeSends() {
 // completeRecvs reports, in posting order, every finished receive at the
 // front of the receive queue.
 func (q *QueuePair) completeRecvs() {
-	for q.rq.len() > 0 {
-		s := q.rq.front()
+	for q.rq.Len() > 0 {
+		s := q.rq.Front()
 		if !s.done {
 			return
 		}
@@ -231,7 +232,7 @@ func (q *QueuePair) completeRecvs() {
 		}
 		// drop keeps the slot's chunk-set storage for the next receive.
 		s.mr, s.buf = nil, nil
-		q.rq.drop()
+		q.rq.Drop()
 		q.rqBase++
 	}
 }

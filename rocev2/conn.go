@@ -1,6 +1,7 @@
 package rocev2
 
 import (
+	"github.com/metaroce/metaroce/internal/queue"
 	"math"
 
 	mr "github.com/metaroce/metaroce/metaroce"
@@ -43,14 +44,14 @@ type Conn struct {
 	rcommID      uint32 // the peer's communication id
 	retryAt      Time
 	tries        int
-	cmOut        ring[uint16] // CM attributes to send
-	psnStart     PSN          // our requester's starting PSN
+	cmOut        queue.Ring[uint16] // CM attributes to send
+	psnStart     PSN                // our requester's starting PSN
 	peerPSNStart PSN
 
 	qp QueuePair
 
 	// Requester.
-	sq           ring[*wqe]
+	sq           queue.Ring[*wqe]
 	wqePool      []*wqe
 	nextPSN      PSN // first PSN of the next WQE to be assigned
 	una          PSN // oldest unacknowledged PSN
@@ -78,7 +79,7 @@ type Conn struct {
 	wrBuf     []byte // the target range of the WRITE in progress
 	wrOff     uint32
 	resp      respSlot
-	jobs      ring[readJob]
+	jobs      queue.Ring[readJob]
 	preferJob bool // alternate READ responses and requests
 
 	// DCQCN.
@@ -86,16 +87,15 @@ type Conn struct {
 	np         notifier
 	nextSendAt float64 // DCQCN pacing of requests and READ responses, ns
 
-	deadline Time
-	heapIdx  int
-	inReady  bool
+	timer   queue.Timer // deadline and position in Endpoint.timers
+	inReady bool
 
 	c ConnCounters
 }
 
 func newConn(e *Endpoint, now Time, peer PeerHandle, qpn uint32) *Conn {
 	cfg := &e.cfg
-	c := &Conn{ep: e, peer: peer, qpn: qpn, heapIdx: -1, deadline: Never, mtu: cfg.MTU,
+	c := &Conn{ep: e, peer: peer, qpn: qpn, mtu: cfg.MTU,
 		retriesLeft: cfg.RetryCount, rnrLeft: cfg.RNRRetry, maxRd: cfg.MaxRdAtomic}
 	c.qp.conn = c
 	c.psnStart = PSN((qpn*0x9E3779B1 ^ cfg.PSNSeed*0x85EBCA6B) & PSNMask)
@@ -209,8 +209,8 @@ func (c *Conn) toError(head Status) {
 // flush completes all outstanding work.
 func (c *Conn) flush(head Status) {
 	first := true
-	for c.sq.len() > 0 {
-		w := c.sq.pop()
+	for c.sq.Len() > 0 {
+		w := c.sq.Pop()
 		st := StatusFlushed
 		if first {
 			st = head
@@ -219,12 +219,12 @@ func (c *Conn) flush(head Status) {
 		c.completeSend(w, st)
 	}
 	c.sendIdx, c.assigned, c.readsOut = 0, 0, 0
-	for c.qp.rq.len() > 0 {
-		s := c.qp.rq.pop()
+	for c.qp.rq.Len() > 0 {
+		s := c.qp.rq.Pop()
 		c.completeRecv(&s, StatusFlushed, 0, WCOpcode(mr.WCRecv), 0, false)
 	}
-	for c.jobs.len() > 0 {
-		j := c.jobs.pop()
+	for c.jobs.Len() > 0 {
+		j := c.jobs.Pop()
 		j.release()
 	}
 	c.inMsg, c.wrBuf = msgNone, nil
@@ -233,7 +233,7 @@ func (c *Conn) flush(head Status) {
 // finish removes the QP from the endpoint.
 func (c *Conn) finish() {
 	c.state = stateClosed
-	c.cmOut.clear()
+	c.cmOut.Clear()
 	c.resp = respSlot{}
 	c.ep.forget(c)
 }
@@ -266,14 +266,14 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 	switch c.state {
 	case stateConnecting, stateAccepting:
 		at(c.retryAt)
-		return d, c.cmOut.len() > 0
+		return d, c.cmOut.Len() > 0
 	case stateEstablished:
 	case stateError:
 		return Never, c.respReady()
 	default:
 		return Never, false
 	}
-	ready = c.cmOut.len() > 0 || c.np.pending || c.respReady()
+	ready = c.cmOut.Len() > 0 || c.np.pending || c.respReady()
 	if c.hasData(now) {
 		if t := c.nextSendAt; t > float64(now) {
 			at(Time(math.Ceil(t)))
@@ -324,8 +324,8 @@ func (c *Conn) onTimer(now Time) {
 // responses must precede it), then READ responses and requests in turn,
 // paced at the DCQCN rate.
 func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
-	if c.cmOut.len() > 0 {
-		attr := c.cmOut.pop()
+	if c.cmOut.Len() > 0 {
+		attr := c.cmOut.Pop()
 		m := c.cmMessage(attr)
 		n := c.ep.putCM(buf, c.peer, &m)
 		c.ep.c.CMSent++
@@ -354,7 +354,7 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 	}
 	n := 0
 	c.preferJob = !c.preferJob
-	if c.jobs.len() > 0 && (c.preferJob || !c.requesterReady(now)) {
+	if c.jobs.Len() > 0 && (c.preferJob || !c.requesterReady(now)) {
 		n = c.buildReadResponse(buf)
 	} else if c.requesterReady(now) {
 		n = c.buildRequest(now, buf)
@@ -374,7 +374,7 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 
 // hasData reports whether the QP has a request or READ response to send.
 func (c *Conn) hasData(now Time) bool {
-	return c.jobs.len() > 0 || c.requesterReady(now)
+	return c.jobs.Len() > 0 || c.requesterReady(now)
 }
 
 func (c *Conn) meta(n int, entropy mr.Entropy) TxMeta {

@@ -14,8 +14,8 @@ package rocev2
 const maxCMQueue = 8
 
 func (c *Conn) queueCM(attr uint16) {
-	if c.cmOut.len() < maxCMQueue {
-		c.cmOut.push(attr)
+	if c.cmOut.Len() < maxCMQueue {
+		c.cmOut.Push(attr)
 	}
 }
 
@@ -148,6 +148,6 @@ func (e *Endpoint) onREQ(now Time, m *CMMessage, peer PeerHandle) {
 	c.queueCM(AttrREP)
 	c.tries = 1
 	c.retryAt = now.Add(e.cfg.ConnectRetry)
-	e.accepted.push(c)
+	e.accepted.Push(c)
 	e.touch(c, now)
 }

@@ -3,6 +3,7 @@ package rocev2
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/internal/queue"
 	"math"
 
 	mr "github.com/metaroce/metaroce/metaroce"
@@ -39,10 +40,10 @@ type Endpoint struct {
 
 	qps      map[uint32]*Conn
 	nextQPN  uint32
-	accepted ring[*Conn]
-	ready    ring[*Conn]
-	timers   connHeap
-	replies  ring[cmReply]
+	accepted queue.Ring[*Conn]
+	ready    queue.Ring[*Conn]
+	timers   queue.TimerHeap[*Conn]
+	replies  queue.Ring[cmReply]
 	due      []*Conn
 	cmPSN    PSN
 	nextTID  uint64
@@ -59,7 +60,8 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Endpoint{cfg: cfg, qps: make(map[uint32]*Conn), nextQPN: cfg.QPNBase, nextTID: 1}, nil
+	return &Endpoint{cfg: cfg, qps: make(map[uint32]*Conn), nextQPN: cfg.QPNBase, nextTID: 1,
+		timers: queue.NewTimerHeap(func(c *Conn) *queue.Timer { return &c.timer })}, nil
 }
 
 // Config returns the effective configuration.
@@ -123,10 +125,10 @@ func (e *Endpoint) Connect(now Time, peer PeerHandle) (*Conn, error) {
 // requests are answered with RNR NAKs until CreateQP gives the connection
 // its protection domain and completion queues.
 func (e *Endpoint) Accept() (*Conn, bool) {
-	if e.accepted.len() == 0 {
+	if e.accepted.Len() == 0 {
 		return nil, false
 	}
-	return e.accepted.pop(), true
+	return e.accepted.Pop(), true
 }
 
 // forget removes a closed or failed QP.
@@ -134,13 +136,13 @@ func (e *Endpoint) forget(c *Conn) {
 	if e.qps[c.qpn] == c {
 		delete(e.qps, c.qpn)
 	}
-	e.timers.remove(c)
+	e.timers.Remove(c)
 }
 
 // reply queues a CM message outside any live QP.
 func (e *Endpoint) reply(peer PeerHandle, m CMMessage) {
-	if e.replies.len() < maxReplies {
-		e.replies.push(cmReply{peer: peer, msg: m})
+	if e.replies.Len() < maxReplies {
+		e.replies.Push(cmReply{peer: peer, msg: m})
 	}
 }
 
@@ -187,11 +189,11 @@ func (e *Endpoint) touch(c *Conn, now Time) {
 		return
 	}
 	d, ready := c.computeDeadline(now)
-	c.deadline = d
-	e.timers.set(c)
+	c.timer.Deadline = int64(d)
+	e.timers.Set(c)
 	if ready && !c.inReady {
 		c.inReady = true
-		e.ready.push(c)
+		e.ready.Push(c)
 	}
 }
 
@@ -207,8 +209,8 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 	if float64(now) < e.portFree {
 		return TxMeta{}, false
 	}
-	if e.replies.len() > 0 {
-		r := e.replies.pop()
+	if e.replies.Len() > 0 {
+		r := e.replies.Pop()
 		n := e.putCM(buf, r.peer, &r.msg)
 		e.c.CMSent++
 		if r.msg.Attr == AttrREJ {
@@ -217,8 +219,8 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 		e.portUsed(now, n)
 		return TxMeta{Len: n, Peer: r.peer, Entropy: mr.Entropy(GSIPort)}, true
 	}
-	for e.ready.len() > 0 {
-		c := e.ready.pop()
+	for e.ready.Len() > 0 {
+		c := e.ready.Pop()
 		c.inReady = false
 		if c.state >= stateClosed {
 			continue
@@ -230,8 +232,9 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 			e.portUsed(now, meta.Len)
 			return meta, true
 		}
-		c.deadline, _ = c.computeDeadline(now)
-		e.timers.set(c)
+		d, _ := c.computeDeadline(now)
+		c.timer.Deadline = int64(d)
+		e.timers.Set(c)
 	}
 	return TxMeta{}, false
 }
@@ -245,10 +248,10 @@ func (e *Endpoint) portUsed(now Time, n int) {
 // port pacer holds back) must run; Never if none.
 func (e *Endpoint) NextDeadline() Time {
 	d := Never
-	if e.timers.len() > 0 {
-		d = e.timers.min()
+	if e.timers.Len() > 0 {
+		d = Time(e.timers.Min())
 	}
-	if e.ready.len() > 0 || e.replies.len() > 0 {
+	if e.ready.Len() > 0 || e.replies.Len() > 0 {
 		if pf := Time(math.Ceil(e.portFree)); pf > e.now && pf < d {
 			d = pf
 		}
@@ -261,8 +264,8 @@ func (e *Endpoint) NextDeadline() Time {
 func (e *Endpoint) OnTimer(now Time) {
 	e.seen(now)
 	e.due = e.due[:0]
-	for e.timers.len() > 0 && e.timers.min() <= now {
-		e.due = append(e.due, e.timers.popMin())
+	for e.timers.Len() > 0 && Time(e.timers.Min()) <= now {
+		e.due = append(e.due, e.timers.PopMin())
 	}
 	for _, c := range e.due {
 		c.onTimer(now)

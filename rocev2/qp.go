@@ -3,6 +3,7 @@ package rocev2
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/internal/queue"
 
 	mr "github.com/metaroce/metaroce/metaroce"
 )
@@ -42,7 +43,7 @@ type QueuePair struct {
 	pd     *ProtectionDomain
 	sendCQ *CompletionQueue
 	recvCQ *CompletionQueue
-	rq     ring[recvSlot]
+	rq     queue.Ring[recvSlot]
 }
 
 // wqe is a send work request on its way out. Its PSNs are assigned when the
@@ -76,10 +77,10 @@ func (q *QueuePair) Conn() *Conn { return q.conn }
 func (q *QueuePair) QPN() uint32 { return q.conn.qpn }
 
 // OutstandingSends is the number of send work requests not yet completed.
-func (q *QueuePair) OutstandingSends() int { return q.conn.sq.len() }
+func (q *QueuePair) OutstandingSends() int { return q.conn.sq.Len() }
 
 // PostedRecvs is the number of receives not yet completed.
-func (q *QueuePair) PostedRecvs() int { return q.rq.len() }
+func (q *QueuePair) PostedRecvs() int { return q.rq.Len() }
 
 // PostSend queues a WRITE, SEND or READ (ibv_post_send). The local buffer
 // is checked now; remote checks happen at the responder and come back as
@@ -90,7 +91,7 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 	if err := q.usable(); err != nil {
 		return err
 	}
-	if c.sq.len() >= c.ep.cfg.SendQueueDepth {
+	if c.sq.Len() >= c.ep.cfg.SendQueueDepth {
 		return ErrQueueFull
 	}
 	need := Access(0)
@@ -117,7 +118,7 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 	w := c.newWQE()
 	*w = wqe{id: wr.ID, op: wr.Opcode, mr: m, local: local, length: wr.Local.Length,
 		raddr: wr.RemoteAddr, rkey: uint32(wr.RKey), imm: wr.Imm}
-	c.sq.push(w)
+	c.sq.Push(w)
 	c.ep.touch(c, now)
 	return nil
 }
@@ -129,7 +130,7 @@ func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
 	if err := q.usable(); err != nil {
 		return err
 	}
-	if q.rq.len() >= c.ep.cfg.RecvQueueDepth {
+	if q.rq.Len() >= c.ep.cfg.RecvQueueDepth {
 		return ErrQueueFull
 	}
 	var m *MemoryRegion
@@ -142,7 +143,7 @@ func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
 		}
 		m.refs++
 	}
-	q.rq.push(recvSlot{id: wr.ID, mr: m, buf: buf})
+	q.rq.Push(recvSlot{id: wr.ID, mr: m, buf: buf})
 	return nil
 }
 

@@ -41,14 +41,14 @@ func chunks(n uint32, mtu int) int {
 }
 
 // requesterHasWork reports whether some work request has packets to send.
-func (c *Conn) requesterHasWork() bool { return c.sendIdx < c.sq.len() }
+func (c *Conn) requesterHasWork() bool { return c.sendIdx < c.sq.Len() }
 
 // requesterReady reports whether the requester may send a packet now.
 func (c *Conn) requesterReady(now Time) bool {
-	if c.sendIdx >= c.sq.len() || now < c.blockedUntil {
+	if c.sendIdx >= c.sq.Len() || now < c.blockedUntil {
 		return false
 	}
-	w := *c.sq.at(c.sendIdx)
+	w := *c.sq.At(c.sendIdx)
 	if w.op == WRRead && c.readsOut >= c.maxRd {
 		return false
 	}
@@ -62,13 +62,13 @@ func (c *Conn) requesterReady(now Time) bool {
 // packet length.
 func (c *Conn) buildRequest(now Time, buf []byte) int {
 	if c.sendIdx == c.assigned {
-		w := *c.sq.at(c.sendIdx)
+		w := *c.sq.At(c.sendIdx)
 		w.first = c.nextPSN
 		w.npkts = chunks(w.length, c.mtu)
 		c.nextPSN = c.nextPSN.Add(w.npkts)
 		c.assigned++
 	}
-	w := *c.sq.at(c.sendIdx)
+	w := *c.sq.At(c.sendIdx)
 	k := c.sndPSN.Diff(w.first)
 	if c.una == c.sndMax {
 		c.lastProgress = now // the ACK timer starts with the first outstanding packet
@@ -170,7 +170,7 @@ func putUint32(b []byte, v uint32) {
 func (c *Conn) setSend(p PSN) {
 	idx, reads := 0, 0
 	for idx < c.assigned {
-		w := *c.sq.at(idx)
+		w := *c.sq.At(idx)
 		if p.Diff(w.first) < w.npkts {
 			break
 		}
@@ -210,7 +210,7 @@ func (c *Conn) readGapRetry(now Time) {
 func (c *Conn) ackThrough(now Time, to PSN) {
 	progressed := false
 	for c.una.Less(to) && c.assigned > 0 {
-		w := *c.sq.front()
+		w := *c.sq.Front()
 		if w.op == WRRead {
 			c.readGapRetry(now)
 			break
@@ -233,11 +233,11 @@ func (c *Conn) ackThrough(now Time, to PSN) {
 // send queue whose PSNs are all acknowledged.
 func (c *Conn) completeHead() {
 	for c.assigned > 0 {
-		w := *c.sq.front()
+		w := *c.sq.Front()
 		if c.una.Diff(w.first) < w.npkts {
 			return
 		}
-		c.sq.pop()
+		c.sq.Pop()
 		c.assigned--
 		if c.sendIdx > 0 {
 			c.sendIdx--
@@ -351,7 +351,7 @@ func (c *Conn) onReadResponse(now Time, p *Packet) {
 		c.readGapRetry(now)
 		return
 	}
-	w := *c.sq.front()
+	w := *c.sq.Front()
 	if w.op != WRRead {
 		c.c.Malformed++
 		return

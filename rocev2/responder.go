@@ -85,7 +85,7 @@ func (c *Conn) respReady() bool {
 	if c.resp.kind == respNone {
 		return false
 	}
-	return c.jobs.len() == 0 || c.resp.psn.Less(c.jobs.front().psn)
+	return c.jobs.Len() == 0 || c.resp.psn.Less(c.jobs.Front().psn)
 }
 
 // buildResp writes the pending ACK or NAK.
@@ -115,7 +115,7 @@ func (c *Conn) buildResp(buf []byte) int {
 
 // buildReadResponse writes the next READ response packet.
 func (c *Conn) buildReadResponse(buf []byte) int {
-	j := c.jobs.front()
+	j := c.jobs.Front()
 	k := j.next
 	last := k == j.npkts-1
 	off := k * c.mtu
@@ -146,7 +146,7 @@ func (c *Conn) buildReadResponse(buf []byte) int {
 	j.next++
 	if last {
 		j.release()
-		c.jobs.pop()
+		c.jobs.Pop()
 	}
 	c.c.ReadResponsesSent++
 	return SealICRC(buf, n, c.txFlow)
@@ -220,8 +220,8 @@ func (c *Conn) responderError(psn PSN, syn Syndrome, recvStatus Status) {
 	} else {
 		c.c.InvalidRequests++
 	}
-	if recvStatus != mr.StatusSuccess && c.qp.rq.len() > 0 {
-		s := c.qp.rq.pop()
+	if recvStatus != mr.StatusSuccess && c.qp.rq.Len() > 0 {
+		s := c.qp.rq.Pop()
 		c.completeRecv(&s, recvStatus, 0, mr.WCRecv, 0, false)
 	}
 	c.resp = respSlot{kind: respNakErr, psn: psn, syn: syn}
@@ -236,13 +236,13 @@ func (c *Conn) onSend(p *Packet) {
 		return
 	}
 	if info.first {
-		if c.qp.rq.len() == 0 {
+		if c.qp.rq.Len() == 0 {
 			c.rnr(psn)
 			return
 		}
 		c.recvOff = 0
 	}
-	s := c.qp.rq.front()
+	s := c.qp.rq.Front()
 	pl := p.Payload
 	if !info.last && len(pl) != c.mtu {
 		c.responderError(psn, SynNAKInvalidReq, mr.StatusFlushed)
@@ -256,7 +256,7 @@ func (c *Conn) onSend(p *Packet) {
 	c.recvOff += uint32(len(pl))
 	c.c.PayloadPlaced += uint64(len(pl))
 	if info.last {
-		slot := c.qp.rq.pop()
+		slot := c.qp.rq.Pop()
 		c.completeRecv(&slot, mr.StatusSuccess, c.recvOff, mr.WCRecv, p.Imm, info.imm)
 		c.inMsg = msgNone
 	} else {
@@ -287,7 +287,7 @@ func (c *Conn) onWrite(p *Packet) {
 			c.responderError(psn, SynNAKInvalidReq, mr.StatusSuccess)
 			return
 		}
-		if info.imm && c.qp.rq.len() == 0 {
+		if info.imm && c.qp.rq.Len() == 0 {
 			c.rnr(psn)
 			return
 		}
@@ -302,7 +302,7 @@ func (c *Conn) onWrite(p *Packet) {
 			c.responderError(psn, SynNAKInvalidReq, mr.StatusSuccess)
 			return
 		}
-		if info.imm && c.qp.rq.len() == 0 {
+		if info.imm && c.qp.rq.Len() == 0 {
 			c.rnr(psn)
 			return
 		}
@@ -312,7 +312,7 @@ func (c *Conn) onWrite(p *Packet) {
 	c.c.PayloadPlaced += uint64(len(pl))
 	if info.last {
 		if info.imm {
-			slot := c.qp.rq.pop()
+			slot := c.qp.rq.Pop()
 			c.completeRecv(&slot, mr.StatusSuccess, uint32(len(c.wrBuf)), mr.WCRecvWriteImm, p.Imm, true)
 		}
 		c.inMsg, c.wrBuf = msgNone, nil
@@ -324,7 +324,7 @@ func (c *Conn) onWrite(p *Packet) {
 
 func (c *Conn) onReadRequest(p *Packet) {
 	psn := p.BTH.PSN
-	if c.inMsg != msgNone || c.jobs.len() >= maxReadJobs {
+	if c.inMsg != msgNone || c.jobs.Len() >= maxReadJobs {
 		c.responderError(psn, SynNAKInvalidReq, mr.StatusFlushed)
 		return
 	}
@@ -337,7 +337,7 @@ func (c *Conn) onReadRequest(p *Packet) {
 	if m != nil {
 		m.refs++
 	}
-	c.jobs.push(readJob{psn: psn, src: src, mr: m, npkts: n})
+	c.jobs.Push(readJob{psn: psn, src: src, mr: m, npkts: n})
 	c.accepted(p, n, true)
 }
 
@@ -368,17 +368,17 @@ func (c *Conn) duplicateRead(p *Packet) {
 		c.c.AccessErrors++
 		return
 	}
-	for c.jobs.len() > 0 && psn.Less(c.jobs.at(c.jobs.len()-1).psn) {
-		j := c.jobs.popBack()
+	for c.jobs.Len() > 0 && psn.Less(c.jobs.At(c.jobs.Len()-1).psn) {
+		j := c.jobs.PopBack()
 		j.release()
 	}
-	if c.jobs.len() > 0 {
-		j := c.jobs.at(c.jobs.len() - 1)
+	if c.jobs.Len() > 0 {
+		j := c.jobs.At(c.jobs.Len() - 1)
 		if k := psn.Diff(j.psn); k < j.npkts {
 			if j.next <= k {
 				return // not sent that far yet: the queued job covers it
 			}
-			jj := c.jobs.popBack()
+			jj := c.jobs.PopBack()
 			jj.release()
 		}
 	}
@@ -386,5 +386,5 @@ func (c *Conn) duplicateRead(p *Packet) {
 	if m != nil {
 		m.refs++
 	}
-	c.jobs.push(readJob{psn: psn, src: src, mr: m, npkts: n})
+	c.jobs.Push(readJob{psn: psn, src: src, mr: m, npkts: n})
 }
