@@ -33,7 +33,7 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 		}
 	}
 	for c.moved.Len() > 0 {
-		pi := c.picker.pick(c.tx)
+		pi := c.pickPath()
 		if pi < 0 {
 			break
 		}
@@ -285,7 +285,7 @@ func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
 	if c.jobs.Len() == 0 && c.active.Len() == 0 {
 		return TxMeta{}, false
 	}
-	pi := c.picker.pick(c.tx)
+	pi := c.pickPath()
 	if pi < 0 {
 		return TxMeta{}, false
 	}
@@ -357,4 +357,23 @@ func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
 	n := c.writeSequenced(now, buf, p, psn, s, false)
 	c.transmit(now, p, s)
 	return c.meta(n, p.id), true
+}
+
+// pickPath chooses the path of a new packet: on the plane the endpoint
+// wants next, or, when that plane has no room, on the next plane in turn
+// that has. The endpoint hands planes out in rotation across all its
+// connections, so its NIC ports are fed evenly: left to each connection's
+// picker, the planes of successive packets come out correlated (the
+// connections' pickers move in step), one port backs up while the others
+// idle, and throughput stops growing with the number of planes.
+func (c *Conn) pickPath() int {
+	if c.planes <= 1 {
+		return c.picker.pick(c.tx, anyPlane)
+	}
+	for k := 0; k < c.planes; k++ {
+		if pi := c.picker.pick(c.tx, (c.ep.planeRR+k)%c.planes); pi >= 0 {
+			return pi
+		}
+	}
+	return -1
 }

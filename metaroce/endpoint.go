@@ -38,6 +38,7 @@ type Endpoint struct {
 	timers   queue.TimerHeap[*Conn]
 	replies  queue.Ring[reply]
 	due      []*Conn // scratch for OnTimer
+	planeRR  int     // the plane the next new packet should take (Conn.pickPath)
 
 	c EndpointCounters
 }
@@ -270,6 +271,7 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 		}
 		meta, ok := c.produce(now, buf)
 		if ok {
+			e.planeRR = (int(meta.Plane) + 1) % e.cfg.Planes
 			// Round robin: the connection goes to the back of the line.
 			e.touch(c, now)
 			if !c.inReady {

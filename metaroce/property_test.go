@@ -19,6 +19,7 @@ import (
 type scenario struct {
 	seed     uint64
 	paths    int
+	planes   int
 	streams  int
 	mtu      int
 	window   int
@@ -35,8 +36,8 @@ type opSpec struct {
 }
 
 func (s scenario) String() string {
-	return fmt.Sprintf("seed=%d paths=%d streams=%d mtu=%d window=%d loss=%.3f bursty=%v pathloss=%v pathdelay=%v blackout=%v reorder=%.3f dup=%.3f corrupt=%.4f ops=%d",
-		s.seed, s.paths, s.streams, s.mtu, s.window, s.link.Loss, s.link.Bursty != nil, s.link.PathLoss, s.link.PathDelay != nil,
+	return fmt.Sprintf("seed=%d paths=%d planes=%d streams=%d mtu=%d window=%d loss=%.3f bursty=%v pathloss=%v pathdelay=%v blackout=%v reorder=%.3f dup=%.3f corrupt=%.4f ops=%d",
+		s.seed, s.paths, s.planes, s.streams, s.mtu, s.window, s.link.Loss, s.link.Bursty != nil, s.link.PathLoss, s.link.PathDelay != nil,
 		s.blackout, s.link.Reorder, s.link.Duplicate, s.link.Corrupt, len(s.ops))
 }
 
@@ -56,6 +57,7 @@ func drawScenario(seed uint64, maxSize, budget int) scenario {
 		s.paths = 1 + r.IntN(256)
 	}
 	s.streams = 1 + r.IntN(64)
+	s.planes = 1 + r.IntN(4)
 	s.mtu = []int{256, 1024, 4096}[r.IntN(3)]
 	s.window = []int{8, 32, 64, 256}[r.IntN(4)]
 	s.link = memlink.Config{
@@ -103,7 +105,7 @@ func drawScenario(seed uint64, maxSize, budget int) scenario {
 // runScenario executes s and checks every byte and every completion.
 func runScenario(t *testing.T, s scenario) {
 	t.Helper()
-	cfg := mr.Config{Paths: s.paths, Streams: 64, MTU: s.mtu, PathWindow: s.window}
+	cfg := mr.Config{Paths: s.paths, Planes: s.planes, Streams: 64, MTU: s.mtu, PathWindow: s.window}
 	p, err := mempair.New(cfg, cfg, s.link)
 	require.NoError(t, err, s)
 	ca, cb, err := p.Connect(1e9)

@@ -14,10 +14,17 @@ type PathPicker struct {
 
 func (pp *PathPicker) reset(n int) { pp.credit = make([]int, n) }
 
-// pick returns the index of the chosen path, or -1 when no path has room.
-func (pp *PathPicker) pick(paths []txPath) int {
+// anyPlane asks pick for a path on whatever plane.
+const anyPlane = -1
+
+// pick returns the index of the chosen path among those on plane (or on
+// any plane, for anyPlane), or -1 when none of them has room.
+func (pp *PathPicker) pick(paths []txPath, plane int) int {
 	best, total := -1, 0
 	for i := range paths {
+		if plane != anyPlane && int(paths[i].plane) != plane {
+			continue
+		}
 		r := paths[i].room()
 		if r <= 0 {
 			continue

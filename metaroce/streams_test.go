@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/engine/memlink"
+	"github.com/metaroce/metaroce/engine/mempair"
 	mr "github.com/metaroce/metaroce/metaroce"
 )
 
@@ -92,4 +93,50 @@ func TestReconnectAfterRestartFailsOldConnection(t *testing.T) {
 	require.Equal(t, "failed", f.cb.State())
 	require.Equal(t, uint64(1), f.p.EP[1].Counters().PeerRestarts)
 	require.NoError(t, f.p.RunUntil(nc.Established, f.p.Now+1e9))
+}
+
+// TestNewPacketsRotatePlanes: an endpoint hands new data packets to the
+// planes in turn across all its connections, so its NIC ports are fed
+// evenly. Left to each connection's own picker, connections that start
+// together move in step (all on plane 0, then all on plane 1, ...), and
+// one NIC port backs up while the others idle.
+func TestNewPacketsRotatePlanes(t *testing.T) {
+	cfg := mr.Config{Paths: 16, Planes: 4}
+	p, err := mempair.New(cfg, cfg, memlink.Config{Seed: 24, Delay: 2000})
+	require.NoError(t, err)
+	pa, pb := p.EP[0].AllocPD(), p.EP[1].AllocPD()
+	src, err := pa.RegisterMR(make([]byte, 64<<10), 0)
+	require.NoError(t, err)
+	cq := mr.NewCompletionQueue(16)
+	var qps []*mr.QueuePair
+	var targets []*mr.MemoryRegion
+	for i := 0; i < 8; i++ {
+		ca, cb, err := p.Connect(p.Now + 1e9)
+		require.NoError(t, err)
+		q, err := ca.CreateQP(0, mr.QPAttr{PD: pa, SendCQ: cq})
+		require.NoError(t, err)
+		_, err = cb.CreateQP(0, mr.QPAttr{PD: pb})
+		require.NoError(t, err)
+		tgt, err := pb.RegisterMR(make([]byte, 64<<10), mr.AccessLocalWrite|mr.AccessRemoteWrite)
+		require.NoError(t, err)
+		qps, targets = append(qps, q), append(targets, tgt)
+	}
+	var planes []mr.PlaneID
+	p.Tap = func(from int, pkt []byte, meta mr.TxMeta) {
+		var h mr.Header
+		if from == 0 && h.Decode(pkt) == nil && h.Opcode == mr.OpWrite && h.Flags&mr.FlagRetransmit == 0 {
+			planes = append(planes, meta.Plane)
+		}
+	}
+	for i, q := range qps {
+		require.NoError(t, q.PostSend(p.Now, mr.SendWR{ID: uint64(i), Opcode: mr.WRWrite, Local: src.SGE(0, 64<<10),
+			RemoteAddr: targets[i].Addr(), RKey: targets[i].RKey()}))
+	}
+	wcs := make([]mr.WorkCompletion, 8)
+	done := 0
+	require.NoError(t, p.RunUntil(func() bool { done += cq.Poll(wcs); return done == len(qps) }, p.Now+1e9))
+	require.Len(t, planes, 8*16)
+	for i := 1; i < len(planes); i++ {
+		require.Equal(t, (planes[i-1]+1)%4, planes[i], "packet %d: plane sequence %v", i, planes)
+	}
 }
