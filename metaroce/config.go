@@ -27,9 +27,41 @@ type Config struct {
 	// EntropyBase+i. Default 49152.
 	EntropyBase Entropy
 
-	// PathWindow is the fixed number of packets a path may have in flight
-	// (1..256: the SACK bitmap covers 256 PSNs). Default 64.
+	// PathWindow is the most packets a path may have in flight (1..256:
+	// the SACK bitmap covers 256 PSNs), and the window a path starts with.
+	// Congestion control (cc.go) moves each path's window between
+	// MinWindow and PathWindow. Default 64.
 	PathWindow int
+	// MinWindow is the smallest window ECN marks can cut a path to, in
+	// packets (1..PathWindow). Default 1.
+	MinWindow int
+	// ECNGain is the weight of the newest round in a path's marked fraction
+	// (DCTCP's g, (0, 1]); a marked round cuts the window by half that
+	// fraction. Default 1/16.
+	ECNGain float64
+	// DisableCC turns every congestion mechanism off (fixed windows, no
+	// rate hints, no pacing): for experiments that isolate loss repair.
+	DisableCC bool
+
+	// LinkRateBps is the rate this endpoint can receive at, all planes
+	// together, in bits per second. The receiver divides it among its
+	// active senders (max-min fair, honouring smaller demands) and returns
+	// each sender's share in every ACK; 0 means unknown: no rate hints.
+	// The backend knows it (the simulator's NIC, a DPDK port's link speed).
+	LinkRateBps float64
+	// HintUtilization is the fraction of LinkRateBps the shares add up to
+	// ((0, 1]), leaving headroom for ACKs, framing and jitter. Default 0.98.
+	HintUtilization float64
+	// HintInterval is the shortest interval over which the receiver
+	// measures each sender's rate (it is stretched so that a sender at its
+	// fair share sends at least 4 packets in it). Default 16µs.
+	HintInterval time.Duration
+	// InflightRTTs caps the bytes a connection has in flight at this many
+	// times its rate hint × (its smallest RTT + AckDelay) (at least one
+	// packet), so that a burst already in the fabric drains before new
+	// packets join it. Above 1 it leaves room for losses not yet detected
+	// (they still count as in flight). Default 3.
+	InflightRTTs float64
 	// AckEvery: acknowledge a path after this many packets. Default 8.
 	AckEvery int
 	// AckDelay: acknowledge at the latest this long after the first
@@ -41,12 +73,26 @@ type Config struct {
 	// MinRTO and MaxRTO bound the tail-loss timeout. Defaults 50µs, 100ms.
 	MinRTO time.Duration
 	MaxRTO time.Duration
-	// PathFailAfter: consecutive tail-loss timeouts without progress before a
-	// path is judged failed and its packets move to other paths. Default 3.
+	// PathFailAfter: consecutive tail-loss timeouts without progress before
+	// a congested path (one that saw ECN marks or rising RTT lately) is
+	// judged failed and its packets move to other paths. A path with no
+	// sign of congestion whose ACKs stall is judged failed at its first
+	// timeout (health.go). Default 3.
 	PathFailAfter int
 	// PathReprobe is the first back-off before a failed path is probed
-	// again; it doubles up to MaxRTO*4. Default 1ms.
+	// again; it doubles, up to MaxRTO*4, while the path keeps failing
+	// soon after it is restored. Default 200µs.
 	PathReprobe time.Duration
+	// PathLossFail: a path whose recent loss rate (an average over about
+	// 32 packets) exceeds this fraction, with no ECN marks to explain it,
+	// is judged failed, as long as another path is healthy ((0, 1]).
+	// Default 0.3.
+	PathLossFail float64
+	// RerollRounds: a path whose marked fraction stays above 0.5 (and
+	// four times its siblings' average) for this many rounds in a row takes
+	// a new entropy (UDP source port), hoping for an uncongested route; its
+	// sequence space restarts. 0 takes the default, 8; -1 disables.
+	RerollRounds int
 
 	// RNRRetries: how often a SEND is retried after receiver-not-ready
 	// before it fails (7 = as ibv's maximum finite count). Default 7.
@@ -96,13 +142,25 @@ func (c Config) Defaults() Config {
 		c.EntropyBase = 49152
 	}
 	setInt(&c.PathWindow, 64)
+	setInt(&c.MinWindow, 1)
+	setFloat := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setFloat(&c.ECNGain, 1.0/16)
+	setFloat(&c.HintUtilization, 0.98)
+	setDur(&c.HintInterval, 16*time.Microsecond)
+	setFloat(&c.InflightRTTs, 3)
+	setFloat(&c.PathLossFail, 0.3)
+	setInt(&c.RerollRounds, 8)
 	setInt(&c.AckEvery, 8)
 	setDur(&c.AckDelay, 5*time.Microsecond)
 	setDur(&c.InitialRTO, time.Millisecond)
 	setDur(&c.MinRTO, 50*time.Microsecond)
 	setDur(&c.MaxRTO, 100*time.Millisecond)
 	setInt(&c.PathFailAfter, 3)
-	setDur(&c.PathReprobe, time.Millisecond)
+	setDur(&c.PathReprobe, 200*time.Microsecond)
 	setInt(&c.RNRRetries, 7)
 	setDur(&c.RNRBackoff, 100*time.Microsecond)
 	setDur(&c.KeepaliveInterval, 10*time.Millisecond)
@@ -126,6 +184,8 @@ func (c Config) Validate() error {
 		{"MTU", c.MTU, MinMTU, MaxMTU},
 		{"Streams", c.Streams, 1, 65535},
 		{"PathWindow", c.PathWindow, 1, SackBits},
+		{"MinWindow", c.MinWindow, 1, c.PathWindow},
+		{"RerollRounds", c.RerollRounds, -1, 1 << 16},
 		{"AckEvery", c.AckEvery, 1, SackBits},
 		{"PathFailAfter", c.PathFailAfter, 1, 64},
 		{"RNRRetries", c.RNRRetries, 0, 1000},
@@ -147,11 +207,25 @@ func (c Config) Validate() error {
 		{"AckDelay", c.AckDelay}, {"InitialRTO", c.InitialRTO}, {"MinRTO", c.MinRTO},
 		{"MaxRTO", c.MaxRTO}, {"PathReprobe", c.PathReprobe}, {"RNRBackoff", c.RNRBackoff},
 		{"KeepaliveInterval", c.KeepaliveInterval}, {"PeerDeadTimeout", c.PeerDeadTimeout},
-		{"ConnectRetry", c.ConnectRetry},
+		{"ConnectRetry", c.ConnectRetry}, {"HintInterval", c.HintInterval},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("metaroce: config %s = %v, want > 0", d.name, d.v)
 		}
+	}
+	for _, f := range []struct {
+		name      string
+		v, lo, hi float64
+	}{
+		{"ECNGain", c.ECNGain, 0, 1}, {"HintUtilization", c.HintUtilization, 0, 1},
+		{"PathLossFail", c.PathLossFail, 0, 1}, {"InflightRTTs", c.InflightRTTs, 0, 1000},
+	} {
+		if !(f.v > f.lo && f.v <= f.hi) {
+			return fmt.Errorf("metaroce: config %s = %v, want (%v, %v]", f.name, f.v, f.lo, f.hi)
+		}
+	}
+	if !(c.LinkRateBps >= 0 && c.LinkRateBps < 1e15) {
+		return fmt.Errorf("metaroce: config LinkRateBps = %v, want 0 (unknown) or a rate in bit/s", c.LinkRateBps)
 	}
 	if c.MinRTO > c.MaxRTO {
 		return fmt.Errorf("metaroce: config MinRTO = %v exceeds MaxRTO = %v", c.MinRTO, c.MaxRTO)

@@ -88,12 +88,16 @@ type Conn struct {
 
 	picker     PathPicker
 	rtt        rttEstimator // over every path's samples: the fallback for paths without their own
+	limit      connLimit    // pacing at the peer's rate hint, in-flight cap (pacer.go)
+	share      rxShare      // this connection as a sender to us (ratehint.go)
+	rerolls    uint16       // entropies taken so far by re-rolls (health.go)
 	ctrlRR     int          // rotation of control packets over paths
 	acceptPath PathID       // path the CONNECT came by (ACCEPT answers on it)
 
 	lastRx        Time
 	lastKeepalive Time
 	retryAt       Time // next CONNECT or CLOSE attempt
+	connectSentAt Time // the last CONNECT: its ACCEPT gives the first RTT sample
 	tries         int
 
 	timer   queue.Timer // deadline and position in Endpoint.timers
@@ -137,6 +141,24 @@ func (c *Conn) PathCounters(i PathID) *PathCounters { return &c.tx[i].c }
 
 // PathSRTT returns path i's smoothed RTT (0 before the first sample).
 func (c *Conn) PathSRTT(i PathID) time.Duration { return c.tx[i].srtt }
+
+// PathWindow returns path i's congestion window in packets.
+func (c *Conn) PathWindow(i PathID) int { return c.tx[i].cc.window() }
+
+// PathMarkedFraction returns path i's smoothed fraction of CE-marked
+// packets (0..1).
+func (c *Conn) PathMarkedFraction(i PathID) float64 { return c.tx[i].cc.alpha }
+
+// PathEntropy returns path i's current entropy (UDP source port).
+func (c *Conn) PathEntropy(i PathID) Entropy { return c.tx[i].entropy }
+
+// RateHintBps is the rate the peer last asked this side to send at, in
+// bits/s (0 = no hint: not paced).
+func (c *Conn) RateHintBps() float64 { return c.limit.hintBps }
+
+// Inflight is the number of sequenced packets not yet acknowledged, over
+// every path.
+func (c *Conn) Inflight() int { return c.limit.inflight }
 
 // PathFailed reports whether path i is currently judged failed.
 func (c *Conn) PathFailed(i PathID) bool { return c.tx[i].failed }
@@ -211,6 +233,7 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 		c.rx[i] = rxPath{ackDue: Never, c: &c.tx[i].c}
 	}
 	c.picker.reset(c.paths)
+	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen}
 	c.state = connEstablished
 	c.lastRx = now
 	c.lastKeepalive = now
@@ -276,6 +299,7 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 		clear(p.slots)
 		p.inUse = 0
 	}
+	c.limit.inflight = 0
 	c.active.Clear()
 	c.resend.Clear()
 	c.moved.Clear()
@@ -295,6 +319,7 @@ func (c *Conn) fail(status Status) {
 // finish removes the connection from the endpoint.
 func (c *Conn) finish(s connState) {
 	c.state = s
+	c.ep.share.remove(&c.ep.cfg, c)
 	c.ctrl.Clear()
 	c.ep.forget(c)
 }
@@ -414,7 +439,15 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 	default:
 		return Never, false
 	}
-	ready = c.ctrl.Len() > 0 || c.resend.Len() > 0 || c.moved.Len() > 0 || c.jobs.Len() > 0
+	ready = c.ctrl.Len() > 0
+	if c.resend.Len() > 0 || c.moved.Len() > 0 {
+		if c.limit.paced(now) {
+			at(c.limit.nextSend)
+		} else {
+			ready = true
+		}
+	}
+	newData := c.jobs.Len() > 0
 	for i := 0; i < c.ackList.Len(); i++ {
 		r := &c.rx[*c.ackList.At(i)]
 		if r.ackNow || r.ackDue <= now {
@@ -425,10 +458,10 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 	}
 	for i := range c.tx {
 		p := &c.tx[i]
-		if p.inUse > 0 {
-			at(p.lastProgress.Add(p.rto(cfg, &c.rtt)))
-		} else if p.failed {
+		if p.failed {
 			at(p.reprobeAt)
+		} else if p.inUse > 0 {
+			at(p.lastProgress.Add(p.rto(cfg, &c.rtt)))
 		}
 	}
 	for i := 0; i < c.active.Len(); i++ {
@@ -436,7 +469,16 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 		if q.blockedUntil > now {
 			at(q.blockedUntil)
 		} else {
+			newData = true
+		}
+	}
+	if newData {
+		// New packets wait for pacing (a time) or for the in-flight cap to
+		// open (an ACK, which touches the connection).
+		if t := c.limit.blockedUntil(cfg, now, c.resend.Len()); t <= now {
 			ready = true
+		} else {
+			at(t)
 		}
 	}
 	ka := c.lastRx
@@ -486,101 +528,14 @@ func (c *Conn) onTimer(now Time) {
 	}
 	for i := range c.tx {
 		p := &c.tx[i]
-		if p.inUse > 0 && now >= p.lastProgress.Add(p.rto(cfg, &c.rtt)) {
-			c.onPathTimeout(now, p)
-		} else if p.failed && p.inUse == 0 && now >= p.reprobeAt {
-			c.sendNop(now, p, true)
-		}
-	}
-}
-
-// healthyPaths counts paths not judged failed.
-func (c *Conn) healthyPaths() int {
-	n := 0
-	for i := range c.tx {
-		if !c.tx[i].failed {
-			n++
-		}
-	}
-	return n
-}
-
-// onPathTimeout handles a path whose packets went unacknowledged for an
-// RTO: probe first (a sequenced NOP whose ACK exposes the exact gaps), and
-// after PathFailAfter timeouts in a row move its packets to other paths.
-func (c *Conn) onPathTimeout(now Time, p *txPath) {
-	cfg := &c.ep.cfg
-	p.timeouts++
-	p.lastProgress = now
-	if p.failed || (p.timeouts >= cfg.PathFailAfter && c.healthyPaths() > 1) {
-		c.failPath(now, p)
-		return
-	}
-	span := int(p.una.Distance(p.next))
-	if span < SackBits && span < p.ringLen()-1 {
-		c.sendNop(now, p, false)
-		return
-	}
-	// No room for a probe: resend the oldest packet, asking for an ACK.
-	s := p.slot(p.una)
-	if s.kind != slotFree && !s.pending {
-		s.pending = true
-		p.c.RetransmitTimeout++
-		c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: p.una})
-	}
-}
-
-// failPath judges p failed: its outstanding packets move to healthy paths
-// at once, its sequence space restarts under a new generation, and it is
-// probed again after a back-off that doubles each time.
-func (c *Conn) failPath(now Time, p *txPath) {
-	cfg := &c.ep.cfg
-	for psn := p.una; psn.Less(p.next); psn++ {
-		s := p.slot(psn)
-		switch s.kind {
-		case slotData:
-			m := s.msg
-			if s.nop || s.attempt != m.attempt || m.status != StatusSuccess || m.finished {
-				m.outstanding--
-				c.checkFailed(m)
-				c.releaseMsg(m)
-				continue
+		if p.failed {
+			if now >= p.reprobeAt {
+				c.reprobe(now, p)
 			}
-			c.moved.Push(movedPkt{kind: slotData, msg: m, attempt: s.attempt, offset: s.offset, length: s.length})
-			p.c.MovedAway++
-		case slotReadResp:
-			c.moved.Push(movedPkt{kind: slotReadResp, job: s.job, offset: s.offset, length: s.length})
-			p.c.MovedAway++
+		} else if p.inUse > 0 && now >= p.lastProgress.Add(p.rto(cfg, &c.rtt)) {
+			c.onPathTimeout(now, p)
 		}
 	}
-	if !p.failed {
-		p.c.Failures++
-		c.c.PathFailures++
-		p.reprobeWait = cfg.PathReprobe
-	} else {
-		p.reprobeWait = min(2*p.reprobeWait, 4*cfg.MaxRTO)
-	}
-	p.restart()
-	p.failed = true
-	p.reprobeAt = now.Add(p.reprobeWait)
-}
-
-// sendNop puts a sequenced NOP on p: a tail probe (reprobe=false) or the
-// probe of a failed path (reprobe=true). The NOP occupies a PSN, so its ACK
-// reveals every gap below it.
-func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
-	psn := p.next
-	s := p.slot(psn)
-	*s = txSlot{kind: slotNop}
-	p.next++
-	p.inUse++
-	p.c.Probes++
-	if reprobe {
-		p.lastProgress = now
-	}
-	// Built and sent through the resend queue like any sequenced packet.
-	s.pending = true
-	c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: psn})
 }
 
 // checkFailed finishes a message that failed once nothing refers to it.

@@ -98,6 +98,14 @@ func (c *Conn) onAccept(now Time, h *Header, body []byte) {
 	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
 	c.ep.peerSeen(c)
 	c.establish(now, &b)
+	if c.tries == 1 && now > c.connectSentAt {
+		// One CONNECT, one ACCEPT: an unambiguous first RTT sample, so
+		// that a path whose first packets are all lost (an incast's
+		// first burst) times out after an RTO, not after InitialRTO.
+		r := now.Sub(c.connectSentAt)
+		c.rtt.sample(r)
+		c.limit.sample(r)
+	}
 }
 
 func (c *Conn) onAck(now Time, body []byte) {
@@ -132,11 +140,11 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 		return
 	}
 	c.c.AckBlocksReceived++
-	progress := false
+	acked := 0
 	retire := func(psn PSN) {
 		if s := p.slot(psn); s.kind != slotFree && s.sent {
 			c.retire(p, s)
-			progress = true
+			acked++
 		}
 	}
 	for psn := p.una; psn.Less(b.Cum); psn++ {
@@ -156,12 +164,30 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 	for p.una.Less(p.next) && p.slot(p.una).kind == slotFree {
 		p.una++
 	}
+	marked := 0
 	if d := b.ECNCount - p.ecnSeen; d > 0 && d < 1<<31 {
 		p.c.ECNEchoes += uint64(d)
 		c.c.ECNEchoes += uint64(d)
 		p.ecnSeen = b.ECNCount
+		marked = int(d)
 	}
-	p.rateHint = b.RateHint
+	c.limit.setHint(&c.ep.cfg, b.RateHint)
+	if acked > 0 && b.TSEcho > 0 && b.TSEcho <= now {
+		p.sample(now.Sub(b.TSEcho))
+		c.rtt.sample(now.Sub(b.TSEcho))
+		c.limit.sample(now.Sub(b.TSEcho))
+	}
+	if p.cc.onAck(&c.ep.cfg, now, acked, marked, c.pathSRTT(p)) {
+		c.checkReroll(p)
+	}
+	if acked > 0 {
+		p.lastProgress = now
+		p.lastAck = now
+		p.timeouts = 0
+		if p.failed {
+			c.restore(now, p)
+		}
+	}
 	if b.TSEcho <= p.lastStamp && b.TSEcho > p.delivered {
 		p.delivered = b.TSEcho
 		for psn := p.una; psn.Less(p.next); psn++ {
@@ -172,19 +198,15 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 				p.c.RetransmitSACK++
 				c.c.SackGaps++
 				c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: psn})
+				c.onLoss(now, p)
+				if p.failed {
+					// Too lossy: what it held has moved to other paths.
+					return
+				}
 			}
 		}
 	}
-	if !progress {
-		return
-	}
-	if b.TSEcho > 0 && b.TSEcho <= now {
-		p.sample(now.Sub(b.TSEcho))
-		c.rtt.sample(now.Sub(b.TSEcho))
-	}
-	p.lastProgress = now
-	p.timeouts = 0
-	p.failed = false
+	c.finishReroll(p)
 }
 
 // retire settles an acknowledged slot.
@@ -208,6 +230,8 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	}
 	*s = txSlot{}
 	p.inUse--
+	c.limit.inflight--
+	p.cc.delivered()
 }
 
 // onNak acts on a refused packet: the message fails, or (receiver not
@@ -319,6 +343,7 @@ func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
 		return
 	}
 	r.sb.mark(h.PSN)
+	c.ep.share.onReceive(&c.ep.cfg, c, now, HeaderLen+len(body)+CRCLen, rx.CE)
 	r.c.RxPackets++
 	r.c.RxBytes += uint64(len(body))
 	if rx.CE {

@@ -26,9 +26,13 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 	if c.ackList.Len() > 0 && c.ackDueNow(now) {
 		return c.buildAck(now, buf)
 	}
+	if c.limit.paced(now) {
+		return TxMeta{}, false
+	}
 	for c.resend.Len() > 0 {
 		r := c.resend.Pop()
 		if meta, ok := c.buildResend(now, buf, r); ok {
+			c.limit.sent(now, meta.Len)
 			return meta, true
 		}
 	}
@@ -39,6 +43,7 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 		}
 		mp := c.moved.Pop()
 		if meta, ok := c.buildMoved(now, buf, &c.tx[pi], mp); ok {
+			c.limit.sent(now, meta.Len)
 			return meta, true
 		}
 	}
@@ -82,6 +87,7 @@ func (c *Conn) buildCtrl(now Time, buf []byte, p ctrlPkt) (TxMeta, bool) {
 	case OpConnect, OpAccept:
 		if p.op == OpConnect {
 			h.DstConn = 0
+			c.connectSentAt = now
 		}
 		cfg := &c.ep.cfg
 		b := ConnectBody{Node: cfg.Node, Paths: uint16(cfg.Paths), MTU: uint16(cfg.MTU),
@@ -147,11 +153,12 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 	maxBlocks := min(MaxAckBlocks, (c.ep.MaxPacketLen()-HeaderLen-AckPrefixLen-CRCLen)/AckBlockLen)
 	n := HeaderLen + AckPrefixLen
 	count := 0
+	hint := c.ep.share.hintMbps(&c.ep.cfg, c)
 	for c.ackList.Len() > 0 && count < maxBlocks {
 		i := c.ackList.Pop()
 		r := &c.rx[i]
 		b := AckBlock{Path: i, PathGen: r.gen, Cum: r.sb.cum, Sack: r.sb.sack,
-			ECNCount: r.ecn, TSEcho: r.tsEcho}
+			ECNCount: r.ecn, TSEcho: r.tsEcho, RateHint: hint}
 		b.Put(buf[n:])
 		n += AckBlockLen
 		count++
@@ -171,6 +178,7 @@ func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
 		p.lastProgress = now
 	}
 	p.inUse++
+	c.limit.inflight++
 	return psn, p.slot(psn)
 }
 
@@ -285,6 +293,9 @@ func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
 	if c.jobs.Len() == 0 && c.active.Len() == 0 {
 		return TxMeta{}, false
 	}
+	if c.limit.blockedUntil(&c.ep.cfg, now, c.resend.Len()) > now {
+		return TxMeta{}, false
+	}
 	pi := c.pickPath()
 	if pi < 0 {
 		return TxMeta{}, false
@@ -340,6 +351,7 @@ func (c *Conn) buildMsgChunk(now Time, buf []byte, p *txPath, m *txMsg) (TxMeta,
 	}
 	n := c.writeSequenced(now, buf, p, psn, s, false)
 	c.transmit(now, p, s)
+	c.limit.sent(now, n)
 	return c.meta(n, p.id), true
 }
 
@@ -356,6 +368,7 @@ func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
 	}
 	n := c.writeSequenced(now, buf, p, psn, s, false)
 	c.transmit(now, p, s)
+	c.limit.sent(now, n)
 	return c.meta(n, p.id), true
 }
 
@@ -366,12 +379,31 @@ func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
 // picker, the planes of successive packets come out correlated (the
 // connections' pickers move in step), one port backs up while the others
 // idle, and throughput stops growing with the number of planes.
+//
+// When the backend reports which ports have room (PlaneSteering), planes
+// whose port is backed up are tried only after every ready one.
 func (c *Conn) pickPath() int {
 	if c.planes <= 1 {
 		return c.picker.pick(c.tx, anyPlane)
 	}
+	mask := c.ep.ready1
+	if mask != 0 {
+		for k := 0; k < c.planes; k++ {
+			pl := (c.ep.planeRR + k) % c.planes
+			if mask&(1<<pl) == 0 {
+				continue
+			}
+			if pi := c.picker.pick(c.tx, pl); pi >= 0 {
+				return pi
+			}
+		}
+	}
 	for k := 0; k < c.planes; k++ {
-		if pi := c.picker.pick(c.tx, (c.ep.planeRR+k)%c.planes); pi >= 0 {
+		pl := (c.ep.planeRR + k) % c.planes
+		if mask != 0 && mask&(1<<pl) != 0 {
+			continue // tried above
+		}
+		if pi := c.picker.pick(c.tx, pl); pi >= 0 {
 			return pi
 		}
 	}

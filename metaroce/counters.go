@@ -16,6 +16,8 @@ type PathCounters struct {
 	CEReceived          uint64 // CE-marked packets received on this path
 	Failures            uint64 // times the path was judged failed
 	MovedAway           uint64 // packets moved to other paths after a failure
+	Restores            uint64 // times a failed path came back after a re-probe
+	Rerolls             uint64 // times the path took a new entropy (persistent congestion)
 	DuplicatesReceived  uint64 // sequenced packets received twice
 	OutOfWindowReceived uint64 // sequenced packets too far ahead to track
 	StaleGeneration     uint64 // packets of an old path generation
@@ -47,6 +49,7 @@ type ConnCounters struct {
 	Duplicates        uint64
 	StalePackets      uint64 // wrong incarnation or source connection
 	PathFailures      uint64
+	PathRerolls       uint64
 	MessagesSent      uint64
 	MessagesReceived  uint64
 }

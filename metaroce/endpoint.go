@@ -37,8 +37,10 @@ type Endpoint struct {
 	ready    queue.Ring[*Conn]
 	timers   queue.TimerHeap[*Conn]
 	replies  queue.Ring[reply]
-	due      []*Conn // scratch for OnTimer
-	planeRR  int     // the plane the next new packet should take (Conn.pickPath)
+	due      []*Conn   // scratch for OnTimer
+	planeRR  int       // the plane the next new packet should take (Conn.pickPath)
+	share    fairShare // the receiver's rate hints (ratehint.go)
+	ready1   uint32    // planes whose ports have room (SetReadyPlanes); 0 = all
 
 	c EndpointCounters
 }
@@ -288,6 +290,9 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 	}
 	return TxMeta{}, false
 }
+
+// SetReadyPlanes implements PlaneSteering.
+func (e *Endpoint) SetReadyPlanes(mask uint32) { e.ready1 = mask }
 
 // NextDeadline is the earliest time OnTimer must run (Never if none).
 func (e *Endpoint) NextDeadline() Time {

@@ -35,12 +35,12 @@ type txPath struct {
 	plane   PlaneID
 	gen     uint16
 
-	next   PSN // next new PSN
-	una    PSN // oldest unacknowledged PSN; every PSN before it is retired
-	slots  []txSlot
-	mask   uint32
-	inUse  int // slots between una and next not yet acknowledged
-	window int
+	next  PSN // next new PSN
+	una   PSN // oldest unacknowledged PSN; every PSN before it is retired
+	slots []txSlot
+	mask  uint32
+	inUse int // slots between una and next not yet acknowledged
+	cc    pathCC
 	// Every transmission on a path carries a distinct, increasing stamp
 	// (the send time, nudged forward by 1 ns when two would tie), and the
 	// receiver echoes the newest stamp it has received. So an echo names
@@ -53,13 +53,17 @@ type txPath struct {
 	rttEstimator
 
 	lastProgress Time // last ACK that retired something, or last send into an idle path
+	lastAck      Time // last ACK that retired something
 	timeouts     int  // consecutive tail-loss timeouts without progress
 	failed       bool
 	reprobeAt    Time
 	reprobeWait  time.Duration
+	restoredAt   Time // when a re-probe last brought the path back
+	// rerolling: the path takes no new packets until its outstanding ones
+	// are settled, then restarts with a new entropy (Conn.reroll).
+	rerolling bool
 
-	ecnSeen  uint32 // last cumulative CE count reported by the peer
-	rateHint uint32 // last rate hint from the peer (Mbit/s, 0 = none)
+	ecnSeen uint32 // last cumulative CE count reported by the peer
 
 	c PathCounters
 }
@@ -69,7 +73,7 @@ func newTxPath(id PathID, entropy Entropy, plane PlaneID, window int) txPath {
 	for n < window+1 {
 		n <<= 1
 	}
-	return txPath{id: id, entropy: entropy, plane: plane, window: window, mask: uint32(n - 1)}
+	return txPath{id: id, entropy: entropy, plane: plane, cc: pathCC{cwnd: float64(window)}, mask: uint32(n - 1)}
 }
 
 // ringLen is the size of the slot ring (allocated on first send, so a
@@ -85,13 +89,13 @@ func (p *txPath) slot(psn PSN) *txSlot {
 
 // room is how many new packets the path may send now.
 func (p *txPath) room() int {
-	if p.failed {
+	if p.failed || p.rerolling {
 		return 0
 	}
 	// The span una..next must stay within the receiver's SACK reach and
 	// the slot ring, whatever the window.
 	span := int(p.una.Distance(p.next))
-	r := p.window - p.inUse
+	r := p.cc.window() - p.inUse
 	if s := SackBits - span; s < r {
 		r = s
 	}

@@ -22,3 +22,17 @@ type Transport interface {
 }
 
 var _ Transport = (*Endpoint)(nil)
+
+// PlaneSteering is an optional extension of Transport for backends with
+// several NIC ports (planes). Before asking for packets, such a backend
+// says which ports can take one now (bit k set: port k has room in its TX
+// queue); new data then goes to those planes first, so a port that backs
+// up does not hold packets behind it while the others idle (the core is
+// otherwise blind to its ports' backpressure). Mask 0 means "no
+// information": every plane is treated as ready. Same goroutine as the
+// other calls.
+type PlaneSteering interface {
+	SetReadyPlanes(mask uint32)
+}
+
+var _ PlaneSteering = (*Endpoint)(nil)

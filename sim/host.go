@@ -67,7 +67,19 @@ func (s *Sim) canPull(h *host) bool {
 // touches a host's transport ends with it.
 func (s *Sim) kick(h *host) {
 	h.dirty = false
+	steer, _ := h.tr.(mr.PlaneSteering)
 	for s.canPull(h) {
+		if steer != nil && len(h.ports) > 1 {
+			// Tell the transport which NIC ports have room, as a NIC
+			// driver's per-queue TX state would.
+			var mask uint32
+			for i := range h.ports {
+				if h.ports[i].n < s.txQueue {
+					mask |= 1 << i
+				}
+			}
+			steer.SetReadyPlanes(mask)
+		}
 		pi := s.pool.get()
 		p := s.pool.at(pi)
 		meta, ok := h.tr.NextPacket(s.now, p.buf)

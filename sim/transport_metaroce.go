@@ -34,6 +34,18 @@ type MetaRoCEParams struct {
 	PathReprobe     Duration `yaml:"path_reprobe"`
 	Keepalive       Duration `yaml:"keepalive"`
 	PeerDeadTimeout Duration `yaml:"peer_dead_timeout"`
+	// Congestion control and path health (metaroce.Config documents each).
+	MinWindow       int      `yaml:"min_window"`
+	ECNGain         float64  `yaml:"ecn_gain"`
+	DisableCC       bool     `yaml:"disable_cc"`
+	HintUtilization float64  `yaml:"hint_utilization"`
+	HintInterval    Duration `yaml:"hint_interval"`
+	InflightRTTs    float64  `yaml:"inflight_rtts"`
+	PathLossFail    float64  `yaml:"path_loss_fail"`
+	RerollRounds    int      `yaml:"reroll_rounds"`
+	// NoRateHints leaves the receiver's link rate unknown to the endpoint,
+	// so it gives no rate hints (the senders rely on ECN alone).
+	NoRateHints bool `yaml:"no_rate_hints"`
 }
 
 type metaroceTransport struct{}
@@ -58,6 +70,13 @@ func (metaroceTransport) NewWorld(env WorldEnv, params any) (World, error) {
 			MinRTO: p.MinRTO.D(), MaxRTO: p.MaxRTO.D(), PathFailAfter: p.PathFailAfter,
 			PathReprobe: p.PathReprobe.D(), KeepaliveInterval: p.Keepalive.D(),
 			PeerDeadTimeout: p.PeerDeadTimeout.D(),
+			MinWindow:       p.MinWindow, ECNGain: p.ECNGain, DisableCC: p.DisableCC,
+			HintUtilization: p.HintUtilization, HintInterval: p.HintInterval.D(),
+			InflightRTTs: p.InflightRTTs, PathLossFail: p.PathLossFail, RerollRounds: p.RerollRounds,
+		}
+		if !p.NoRateHints {
+			// The receiver knows its link: every NIC port together.
+			cfg.LinkRateBps = float64(env.Planes) * env.NICGbps * 1e9
 		}
 		if cfg.Planes > mr.MaxPlanes {
 			return nil, fmt.Errorf("metaroce: %d planes, at most %d", cfg.Planes, mr.MaxPlanes)

@@ -1,0 +1,290 @@
+package metaroce
+
+import "time"
+
+// Path health tells congestion from failure.
+//
+//   - Congestion: the path's packets get through, late or CE-marked. The
+//     window shrinks (cc.go); a tail-loss timeout on a path that saw marks
+//     lately collapses its window and probes it, and only PathFailAfter
+//     such timeouts in a row judge it failed.
+//   - Failure: ACKs for the path stall while its siblings' ACKs keep
+//     coming, with no marks to explain it (a dead link, a dead plane), or
+//     the path loses far more than congestion would (PathLossFail, a
+//     corrupting link). The path is judged failed at once: its outstanding
+//     packets move to healthy paths, it takes no new ones, and it is probed
+//     again after a back-off (PathReprobe, doubling while it keeps failing
+//     soon after each return). The first probe that is acknowledged brings
+//     it back with a fresh window.
+//   - Persistent congestion on one path while its siblings are fine is an
+//     unlucky ECMP route: the path re-rolls its entropy (a new UDP source
+//     port) after draining, and restarts its sequence space under a new
+//     generation, which the receiver reads as a restart, not as loss.
+
+// healthyPaths counts paths not judged failed.
+func (c *Conn) healthyPaths() int {
+	n := 0
+	for i := range c.tx {
+		if !c.tx[i].failed {
+			n++
+		}
+	}
+	return n
+}
+
+// pathSRTT is p's smoothed RTT, or the connection's before p has one.
+func (c *Conn) pathSRTT(p *txPath) time.Duration {
+	if p.hasRTT {
+		return p.srtt
+	}
+	return c.rtt.srtt
+}
+
+// congested reports signs of congestion on p: marks lately, or an RTT
+// well above the connection's smallest.
+//
+// A path whose packets were all dropped by a full buffer has no marks of
+// its own to show; the connection's RTT, inflated by the same queue its
+// siblings crossed, still tells congestion from a dead link.
+func (c *Conn) congested(now Time, p *txPath) bool {
+	srtt := c.pathSRTT(p)
+	if p.cc.congested(now, srtt) {
+		return true
+	}
+	if min := c.limit.minRTT; min > 0 {
+		return (p.hasRTT && p.srtt > 3*min) || (c.rtt.hasRTT && c.rtt.srtt > 2*min)
+	}
+	return false
+}
+
+// siblingsProgressed reports whether another healthy path of c retired
+// packets after since: the peer is alive and acknowledging.
+func (c *Conn) siblingsProgressed(p *txPath, since Time) bool {
+	for i := range c.tx {
+		q := &c.tx[i]
+		if q != p && !q.failed && q.lastAck > since {
+			return true
+		}
+	}
+	return false
+}
+
+// onPathTimeout handles a path whose packets went unacknowledged for an
+// RTO. A path whose ACKs stalled while its siblings' did not, with no sign
+// of congestion, has failed: its packets move elsewhere at once. Otherwise
+// probe (a sequenced NOP whose ACK exposes the exact gaps) and, after
+// PathFailAfter timeouts in a row, judge it failed all the same.
+func (c *Conn) onPathTimeout(now Time, p *txPath) {
+	cfg := &c.ep.cfg
+	stalledSince := p.lastProgress
+	p.lastProgress = now
+	for psn := p.una; psn.Less(p.next); psn++ {
+		if p.slot(psn).pending {
+			// A resend or probe of this path is still waiting for its
+			// turn under pacing: our own queue holds it, not the network.
+			return
+		}
+	}
+	p.timeouts++
+	if c.healthyPaths() > 1 {
+		stalled := !c.congested(now, p) && c.siblingsProgressed(p, stalledSince)
+		if p.timeouts >= cfg.PathFailAfter || (stalled && p.timeouts >= 2) {
+			c.failPath(now, p)
+			return
+		}
+		if stalled {
+			// ACKs stalled on this path alone, with no sign of
+			// congestion: what it holds is lost (a tail loss) or the path
+			// is dead. Either way those packets go out on healthy paths
+			// now; the probe below tells which, and a second timeout
+			// judges the path failed.
+			c.moveOutstanding(p)
+		}
+	}
+	p.cc.onTimeout(cfg)
+	span := int(p.una.Distance(p.next))
+	if span < SackBits && span < p.ringLen()-1 {
+		c.sendNop(now, p, false)
+		return
+	}
+	// No room for a probe: resend the oldest packet, asking for an ACK.
+	s := p.slot(p.una)
+	if s.kind != slotFree && !s.pending {
+		s.pending = true
+		p.c.RetransmitTimeout++
+		c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: p.una})
+	}
+}
+
+// onLoss accounts a packet of p found lost, and judges p failed when it
+// loses far more than congestion explains.
+//
+// Uniform loss (a lossy fabric, every path alike) is not a path's fault
+// and failing paths would not help: only a path losing more than
+// PathLossFail and over twice its healthy siblings' average is failed.
+func (c *Conn) onLoss(now Time, p *txPath) {
+	p.cc.lost()
+	if p.cc.loss <= c.ep.cfg.PathLossFail || p.failed || c.congested(now, p) {
+		return
+	}
+	var sum float64
+	n := 0
+	for i := range c.tx {
+		if q := &c.tx[i]; q != p && !q.failed {
+			sum += q.cc.loss
+			n++
+		}
+	}
+	if n > 0 && p.cc.loss > 2*sum/float64(n) {
+		c.failPath(now, p)
+	}
+}
+
+// failPath judges p failed: its outstanding packets move to healthy paths
+// at once, its sequence space restarts under a new generation, and it is
+// probed again after a back-off.
+func (c *Conn) failPath(now Time, p *txPath) {
+	cfg := &c.ep.cfg
+	c.moveOutstanding(p)
+	switch {
+	case p.restoredAt != 0 && now.Sub(p.restoredAt) < 8*p.reprobeWait:
+		// Failing again soon after coming back: a flapping or lossy path.
+		p.c.Failures++
+		c.c.PathFailures++
+		p.reprobeWait = min(2*p.reprobeWait, 4*cfg.MaxRTO)
+	default:
+		p.c.Failures++
+		c.c.PathFailures++
+		p.reprobeWait = cfg.PathReprobe
+	}
+	c.limit.inflight -= p.inUse
+	p.restart()
+	if p.rerolling {
+		c.takeNewEntropy(p)
+	}
+	p.failed = true
+	p.reprobeAt = now.Add(p.reprobeWait)
+}
+
+// reprobe sends a failed path its next probe. Probes that went unanswered
+// stay outstanding, in the same generation: an ACK that comes late, from
+// behind a deep queue, still brings the path back. Only when the path's
+// sequence space is full of them does it restart.
+func (c *Conn) reprobe(now Time, p *txPath) {
+	cfg := &c.ep.cfg
+	if span := int(p.una.Distance(p.next)); span >= SackBits-1 || span >= p.ringLen()-2 {
+		c.limit.inflight -= p.inUse
+		p.restart()
+	}
+	c.sendNop(now, p, true)
+	p.reprobeAt = now.Add(p.reprobeWait)
+	p.reprobeWait = min(2*p.reprobeWait, 4*cfg.MaxRTO)
+}
+
+// moveOutstanding queues a copy of every data packet p holds for sending
+// on other paths. Each slot stays in p's sequence space as a NOP, so the
+// path's PSNs still fill in order; the moved copy takes over the slot's
+// reference to its message or READ response.
+func (c *Conn) moveOutstanding(p *txPath) {
+	for psn := p.una; psn.Less(p.next); psn++ {
+		s := p.slot(psn)
+		switch s.kind {
+		case slotData:
+			m := s.msg
+			if s.nop || s.attempt != m.attempt || m.status != StatusSuccess || m.finished {
+				m.outstanding--
+				c.checkFailed(m)
+				c.releaseMsg(m)
+			} else {
+				c.moved.Push(movedPkt{kind: slotData, msg: m, attempt: s.attempt, offset: s.offset, length: s.length})
+				p.c.MovedAway++
+			}
+		case slotReadResp:
+			c.moved.Push(movedPkt{kind: slotReadResp, job: s.job, offset: s.offset, length: s.length})
+			p.c.MovedAway++
+		default:
+			continue
+		}
+		*s = txSlot{kind: slotNop, sent: s.sent, pending: s.pending, sentAt: s.sentAt}
+	}
+}
+
+// restore brings a failed path back after its probe was acknowledged.
+func (c *Conn) restore(now Time, p *txPath) {
+	p.failed = false
+	p.restoredAt = now
+	p.cc.reset(&c.ep.cfg)
+	p.c.Restores++
+}
+
+// sendNop puts a sequenced NOP on p: a tail probe (reprobe=false) or the
+// probe of a failed path (reprobe=true). The NOP occupies a PSN, so its ACK
+// reveals every gap below it.
+func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
+	psn := p.next
+	s := p.slot(psn)
+	*s = txSlot{kind: slotNop}
+	p.next++
+	p.inUse++
+	c.limit.inflight++
+	p.c.Probes++
+	if reprobe {
+		p.lastProgress = now
+	}
+	// Built and sent through the resend queue like any sequenced packet.
+	s.pending = true
+	c.resend.Push(resendRef{path: p.id, gen: p.gen, psn: psn})
+}
+
+// checkReroll runs at the end of each of p's rounds: a path whose marked
+// fraction stays high while its siblings' stays low is on a congested ECMP
+// route, and starts draining towards a new entropy.
+func (c *Conn) checkReroll(p *txPath) {
+	cfg := &c.ep.cfg
+	if cfg.RerollRounds <= 0 || p.rerolling || len(c.tx) < 2 {
+		return
+	}
+	var sum float64
+	n := 0
+	for i := range c.tx {
+		if q := &c.tx[i]; q != p && !q.failed {
+			sum += q.cc.alpha
+			n++
+		}
+	}
+	if n == 0 || p.cc.alpha <= rerollAlpha || p.cc.alpha <= 4*sum/float64(n) {
+		p.cc.hotRounds = 0
+		return
+	}
+	p.cc.hotRounds++
+	if p.cc.hotRounds >= cfg.RerollRounds {
+		p.rerolling = true
+	}
+}
+
+// finishReroll completes a re-roll once p has nothing outstanding.
+func (c *Conn) finishReroll(p *txPath) {
+	if !p.rerolling || p.inUse > 0 {
+		return
+	}
+	p.restart()
+	c.takeNewEntropy(p)
+	p.cc.reset(&c.ep.cfg)
+}
+
+// takeNewEntropy gives p a source port no path of this connection used
+// before (as far as the port range allows): the ports after every
+// connection's initial run, handed out in turn.
+func (c *Conn) takeNewEntropy(p *txPath) {
+	cfg := &c.ep.cfg
+	c.rerolls++
+	span := 65536 - int(cfg.EntropyBase)
+	x := uint64(c.local)<<20 ^ uint64(c.rerolls)<<8 ^ uint64(p.id)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	p.entropy = cfg.EntropyBase + Entropy(x%uint64(span))
+	p.rerolling = false
+	p.c.Rerolls++
+	c.c.PathRerolls++
+}

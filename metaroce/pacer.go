@@ -1,0 +1,90 @@
+package metaroce
+
+import "time"
+
+// connLimit is the connection-level limit on new packets: pacing at the
+// receiver's rate hint and a cap on the bytes in flight. The path windows
+// bound what each path may carry; this bounds what the connection sends in
+// all, so that a sender goes straight to its fair share at the receiver
+// instead of probing for it.
+//
+//   - Pacing: new packets leave at most at the hint rate (bits/s); each
+//     one moves nextSend forward by its transmission time at that rate.
+//     Without a hint (the receiver does not know its link rate, or has not
+//     answered yet) there is no pacing.
+//   - In flight: the packets not yet acknowledged (and not known lost) may
+//     not exceed InflightRTTs × hint × (minRTT + AckDelay) (at least one
+//     packet). A burst sent
+//     before the first hint arrived therefore drains from the fabric before
+//     new packets join it, which is what empties the receiver's queue in a
+//     few RTTs after an incast starts.
+//
+// Resends of lost packets are paced but not capped: they replace packets
+// already counted.
+type connLimit struct {
+	hintBps  float64 // the receiver's latest hint, bits/s (0 = none)
+	nextSend Time    // earliest time for the next new packet
+	inflight int     // sequenced packets outstanding, over every path
+	minRTT   time.Duration
+	pktBytes int // size of a full data packet, for the in-flight cap
+}
+
+// maxInflightPackets is the in-flight cap in packets (large when there is
+// no hint).
+func (l *connLimit) maxInflightPackets(cfg *Config) int {
+	if l.hintBps <= 0 || l.minRTT <= 0 || cfg.DisableCC {
+		return 1 << 30
+	}
+	// The peer holds ACKs up to AckDelay: the ACK clock ticks at most
+	// that much slower than the RTT.
+	bytes := cfg.InflightRTTs * l.hintBps / 8 * (l.minRTT + cfg.AckDelay).Seconds()
+	n := int(bytes / float64(l.pktBytes))
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+// blockedUntil returns when the connection may send its next new packet:
+// now or earlier if it may send at once, a later time when pacing holds it,
+// Never when the in-flight cap holds it (an ACK lifts that). lost is the
+// number of outstanding packets known lost (queued for resend): they are
+// not in the network, so they do not count against the cap.
+func (l *connLimit) blockedUntil(cfg *Config, now Time, lost int) Time {
+	if l.inflight-lost >= l.maxInflightPackets(cfg) {
+		return Never
+	}
+	return l.nextSend
+}
+
+// paced reports whether pacing holds every data packet, resends included,
+// at now: the hint is the connection's whole rate, and resending a burst
+// of losses at line rate into the queue that dropped them would only
+// overflow it again.
+func (l *connLimit) paced(now Time) bool { return l.hintBps > 0 && l.nextSend > now }
+
+// sent accounts a new packet of n bytes sent at now.
+func (l *connLimit) sent(now Time, n int) {
+	if l.hintBps <= 0 {
+		return
+	}
+	if l.nextSend < now {
+		l.nextSend = now
+	}
+	l.nextSend += Time(float64(n) * 8 * 1e9 / l.hintBps)
+}
+
+// setHint takes a rate hint from an ACK (Mbit/s on the wire, 0 = none).
+func (l *connLimit) setHint(cfg *Config, mbps uint32) {
+	if cfg.DisableCC {
+		return
+	}
+	l.hintBps = float64(mbps) * 1e6
+}
+
+// sample records an RTT sample for minRTT.
+func (l *connLimit) sample(r time.Duration) {
+	if r > 0 && (l.minRTT == 0 || r < l.minRTT) {
+		l.minRTT = r
+	}
+}
