@@ -461,7 +461,7 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 		if p.failed {
 			at(p.reprobeAt)
 		} else if p.inUse > 0 {
-			at(p.lastProgress.Add(p.rto(cfg, &c.rtt)))
+			at(p.lastProgress.Add(c.pathRTO(p)))
 		}
 	}
 	for i := 0; i < c.active.Len(); i++ {
@@ -532,7 +532,7 @@ func (c *Conn) onTimer(now Time) {
 			if now >= p.reprobeAt {
 				c.reprobe(now, p)
 			}
-		} else if p.inUse > 0 && now >= p.lastProgress.Add(p.rto(cfg, &c.rtt)) {
+		} else if p.inUse > 0 && now >= p.lastProgress.Add(c.pathRTO(p)) {
 			c.onPathTimeout(now, p)
 		}
 	}

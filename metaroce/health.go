@@ -69,6 +69,43 @@ func (c *Conn) siblingsProgressed(p *txPath, since Time) bool {
 	return false
 }
 
+// suddenLoss: a path whose loss average is below this was delivering
+// cleanly, so total silence on it is news (a failure, or the one tail
+// loss of a clean path) and its packets move at the first timeout. On a
+// path that has been losing packets all along, a timeout is most likely
+// one more random tail loss: a probe finds exactly what is missing, and
+// moving every outstanding packet would resend ones that arrived.
+const suddenLoss = 0.02
+
+// starved reports whether the connection has nothing new to send: every
+// posted message is on the wire, so the application waits on the packets
+// still outstanding.
+func (c *Conn) starved() bool {
+	return c.active.Len() == 0 && c.jobs.Len() == 0 && c.moved.Len() == 0
+}
+
+// slow reports whether p's RTT is well above the connection's (a degraded
+// link or a deep queue on its route alone).
+func (c *Conn) slow(p *txPath) bool {
+	return p.hasRTT && c.rtt.hasRTT && p.srtt > 2*c.rtt.srtt
+}
+
+// pathRTO is the tail-loss timeout of p. While the connection is starved,
+// a slow path (a degraded link, a deep queue) must not hold the
+// application for its own long RTO: it gets the connection-wide one, and
+// its packets are then sent again on the other paths (onPathTimeout).
+func (c *Conn) pathRTO(p *txPath) time.Duration {
+	cfg := &c.ep.cfg
+	d := p.rto(cfg, &c.rtt)
+	if c.starved() && c.rtt.hasRTT {
+		h := max(cfg.MinRTO, c.rtt.srtt+4*c.rtt.rttvar+cfg.AckDelay)
+		if h < d {
+			d = h
+		}
+	}
+	return d
+}
+
 // onPathTimeout handles a path whose packets went unacknowledged for an
 // RTO. A path whose ACKs stalled while its siblings' did not, with no sign
 // of congestion, has failed: its packets move elsewhere at once. Otherwise
@@ -92,12 +129,15 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 			c.failPath(now, p)
 			return
 		}
-		if stalled {
+		if (stalled && p.cc.loss < suddenLoss) || (c.starved() && c.slow(p)) {
 			// ACKs stalled on this path alone, with no sign of
 			// congestion: what it holds is lost (a tail loss) or the path
 			// is dead. Either way those packets go out on healthy paths
 			// now; the probe below tells which, and a second timeout
-			// judges the path failed.
+			// judges the path failed. A connection with nothing else to
+			// send does the same for a path much slower than the others:
+			// the copies cost little while the other paths idle, and the
+			// application is waiting on exactly these packets.
 			c.moveOutstanding(p)
 		}
 	}

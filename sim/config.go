@@ -72,6 +72,16 @@ type TopologyConfig struct {
 	// PFC is the optional lossless mode (priority flow control on the
 	// switches). Off by default.
 	PFC PFCConfig `yaml:"pfc"`
+	// LinkGbps sets the rate of individual cables by name (both
+	// directions), overriding nic_gbps / fabric_gbps: a slow or degraded
+	// link (see docs/sim.md for link names).
+	LinkGbps map[string]float64 `yaml:"link_gbps"`
+	// ECMP is how a leaf picks among equal-cost uplinks: "hash" (default:
+	// a salted hash of the 5-tuple, as switches do) or "modulo" (UDP
+	// source port modulo the number of uplinks: consecutive source ports
+	// take distinct spines, so an experiment can put exactly one path of
+	// a connection on one spine).
+	ECMP string `yaml:"ecmp"`
 }
 
 // PFCConfig is the lossless mode: PFC-style pause on every switch, one
@@ -133,6 +143,10 @@ type WorkloadConfig struct {
 	FlowSize Size `yaml:"flow_size"`
 	// Hosts (collectives): the ranks; 0 = every host.
 	Hosts int `yaml:"hosts"`
+	// Placement (collectives): packed (rank r on host r, the default) or
+	// spread (ranks dealt over the leaves in turn, so that every ring hop
+	// crosses the spines).
+	Placement string `yaml:"placement"`
 	// Size (collectives): the per-rank buffer, as nccl-tests' size.
 	Size Size `yaml:"size"`
 	// Start delays the workload (connections are opened at 0, data
@@ -276,6 +290,18 @@ func (c *Config) defaults() error {
 	if err := t.ECN.validate(); err != nil {
 		return err
 	}
+	switch t.ECMP {
+	case "":
+		t.ECMP = "hash"
+	case "hash", "modulo":
+	default:
+		return fmt.Errorf("topology.ecmp = %q, want hash or modulo", t.ECMP)
+	}
+	for name, g := range t.LinkGbps {
+		if !(g > 0) {
+			return fmt.Errorf("topology.link_gbps.%s = %v, want a positive rate", name, g)
+		}
+	}
 	if t.PFC.Xoff == 0 {
 		t.PFC.Xoff = 256 << 10
 	}
@@ -324,6 +350,13 @@ func (c *Config) defaults() error {
 	setInt(&w.Outstanding, 4)
 	if w.MessageSize == 0 {
 		w.MessageSize = 64 << 10
+	}
+	switch w.Placement {
+	case "":
+		w.Placement = "packed"
+	case "packed", "spread":
+	default:
+		return fmt.Errorf("workload.placement = %q, want packed or spread", w.Placement)
 	}
 	if w.Connections < 1 || w.Outstanding < 1 || w.MessageSize < 1 || w.Senders < 0 || w.Hosts < 0 || w.FlowSize < 0 || w.Size < 0 {
 		return fmt.Errorf("workload: counts and sizes must be positive")

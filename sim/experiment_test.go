@@ -20,6 +20,9 @@ var smallExperiments = map[string][]string{
 		"topology.leaves=4", "topology.hosts_per_leaf=4", "topology.spines=4"},
 	"collectives.yaml": {"workload.size=2MiB", "workload.hosts=8", "duration=20ms"},
 	"pfc-incast.yaml":  {"duration=400us", "warmup=100us", "sweep.workload.senders=[8, 32]"},
+	"ecmp-collision.yaml": {"duration=1ms", "warmup=300us", "sweep.seed=[1]",
+		"topology.hosts_per_leaf=8", "topology.fabric_gbps=200", "workload.connections=16"},
+	"asymmetry.yaml": {"duration=1500us", "warmup=500us"},
 }
 
 func runSmall(t *testing.T, file string, parallel int) *Results {
@@ -54,12 +57,14 @@ func TestDeterminism(t *testing.T) {
 // its issue asks for, with no failed work requests.
 func TestExperimentsSmall(t *testing.T) {
 	need := map[string][]string{
-		"loss-sweep.yaml":    {"goodput_gbps", "link_gbps", "efficiency", "loss.rate", "workload.connections"},
-		"incast.yaml":        {"goodput_gbps", "jain", "converge_rtts", "peak_queue_kib", "series"},
-		"plane-failure.yaml": {"before_gbps", "after_gbps", "recover_rtts", "failed_wrs", "series"},
-		"plane-scaling.yaml": {"goodput_gbps", "topology.planes", "connections"},
-		"collectives.yaml":   {"completion_us", "algbw_gbps", "busbw_gbps", "workload.kind"},
-		"pfc-incast.yaml":    {"goodput_gbps", "jain", "peak_queue_kib", "buffer_drops", "topology.pfc.enabled"},
+		"loss-sweep.yaml":     {"goodput_gbps", "link_gbps", "efficiency", "loss.rate", "workload.connections"},
+		"incast.yaml":         {"goodput_gbps", "jain", "converge_rtts", "peak_queue_kib", "series"},
+		"plane-failure.yaml":  {"before_gbps", "after_gbps", "recover_rtts", "failed_wrs", "series"},
+		"plane-scaling.yaml":  {"goodput_gbps", "topology.planes", "connections"},
+		"collectives.yaml":    {"completion_us", "algbw_gbps", "busbw_gbps", "workload.kind"},
+		"pfc-incast.yaml":     {"goodput_gbps", "jain", "peak_queue_kib", "buffer_drops", "topology.pfc.enabled"},
+		"ecmp-collision.yaml": {"goodput_gbps", "efficiency", "seed"},
+		"asymmetry.yaml":      {"goodput_gbps", "efficiency", "topology.link_gbps", "loss.links"},
 	}
 	for file, keys := range need {
 		t.Run(file, func(t *testing.T) {

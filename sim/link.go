@@ -49,6 +49,7 @@ type link struct {
 	downDrops   uint64
 	ceMarks     uint64
 	peakQueue   int64 // bytes ahead of an arriving packet, at most
+	binPeak     int64 // the same since a workload last reset it (per-bin series)
 }
 
 // serPs is the time the link takes to serialize b bytes.
@@ -73,6 +74,9 @@ func (l *link) enqueue(nowPs, b int64, ect bool) (arrivePs int64, ce, ok bool) {
 	}
 	if q > l.peakQueue {
 		l.peakQueue = q
+	}
+	if q > l.binPeak {
+		l.binPeak = q
 	}
 	if ect && l.mark.mark(q) {
 		ce = true

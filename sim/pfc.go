@@ -140,6 +140,9 @@ func (s *Sim) pfcForward(in, out, pi int32) {
 	if q > ol.peakQueue {
 		ol.peakQueue = q
 	}
+	if q > ol.binPeak {
+		ol.binPeak = q
+	}
 	if p.ect && ol.mark.mark(q) {
 		p.ce = true
 		ol.ceMarks++

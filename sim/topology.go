@@ -42,7 +42,8 @@ type topology struct {
 	sws          []swtch
 	hostPorts    [][]int32 // [host][plane] → the host's uplink on that plane
 	cables       map[string][2]int32
-	maxHops      int // links on the longest host-to-host route
+	maxHops      int  // links on the longest host-to-host route
+	modulo       bool // topology.ecmp modulo
 }
 
 // buildTopology wires the fabric of c. seed salts the ECMP hashes and
@@ -50,7 +51,7 @@ type topology struct {
 func buildTopology(c *Config, seed uint64) (*topology, error) {
 	tc := &c.Topology
 	t := &topology{kind: tc.Kind, hosts: tc.numHosts(), planes: tc.Planes, leaves: tc.Leaves,
-		spines: tc.Spines, hostsPerLeaf: tc.HostsPerLeaf, cables: map[string][2]int32{}}
+		spines: tc.Spines, hostsPerLeaf: tc.HostsPerLeaf, cables: map[string][2]int32{}, modulo: tc.ECMP == "modulo"}
 	t.hostPorts = make([][]int32, t.hosts)
 	for h := range t.hostPorts {
 		t.hostPorts[h] = make([]int32, t.planes)
@@ -141,6 +142,20 @@ func buildTopology(c *Config, seed uint64) (*topology, error) {
 			l.loss = lossState{rate: rate, bursty: bursty, rng: newRand(seed^0x1055, uint64(i))}
 		}
 	}
+	rateNames := make([]string, 0, len(tc.LinkGbps))
+	for name := range tc.LinkGbps {
+		rateNames = append(rateNames, name)
+	}
+	sort.Strings(rateNames)
+	for _, name := range rateNames {
+		ab, ok := t.cables[name]
+		if !ok {
+			return nil, fmt.Errorf("topology.link_gbps: no link named %q (%s)", name, t.nameHint())
+		}
+		for _, i := range ab {
+			t.links[i].psPerByte = 8e3 / tc.LinkGbps[name]
+		}
+	}
 	lossNames := make([]string, 0, len(c.Loss.Links))
 	for name := range c.Loss.Links {
 		lossNames = append(lossNames, name)
@@ -221,6 +236,9 @@ func (t *topology) route(sw *swtch, p *packet, dport uint16) int32 {
 		return -1
 	case 1:
 		return g[0]
+	}
+	if t.modulo {
+		return g[int(p.sport)%len(g)]
 	}
 	k := flowKey{src: hostIP(p.src, p.plane), dst: hostIP(p.dst, p.plane), sport: p.sport, dport: dport}
 	return g[ecmpPick(ecmpHash(sw.salt, k), len(g))]

@@ -49,7 +49,7 @@ func (w *collective) setup(s *Sim) error {
 		w.steps = 2 * (n - 1)
 		w.want = w.steps
 		for i := 0; i < n; i++ {
-			ref, err := s.world.Dial(s.now, i, (i+1)%n)
+			ref, err := s.world.Dial(s.now, w.host(s, i), w.host(s, (i+1)%n))
 			if err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ func (w *collective) setup(s *Sim) error {
 		for j := 0; j < n; j++ {
 			w.conns[i*n+j] = -1
 			if i != j {
-				ref, err := s.world.Dial(s.now, i, j)
+				ref, err := s.world.Dial(s.now, w.host(s, i), w.host(s, j))
 				if err != nil {
 					return err
 				}
@@ -83,7 +83,7 @@ func (w *collective) begin(s *Sim) {
 	n := w.ranks
 	if w.kind == "allreduce" {
 		for i := 0; i < n; i++ {
-			s.post(w.conns[i], i, w.chunk, 0)
+			s.post(w.conns[i], w.host(s, i), w.chunk, 0)
 		}
 		return
 	}
@@ -94,7 +94,7 @@ func (w *collective) begin(s *Sim) {
 			// all-to-all implementations stagger their peers.
 			ref := w.conns[i*n+(i+j)%n]
 			w.sentAt[ref] = s.now
-			s.post(ref, i, w.chunk, 0)
+			s.post(ref, w.host(s, i), w.chunk, 0)
 		}
 	}
 }
@@ -108,7 +108,7 @@ func (w *collective) completion(s *Sim, c Completion) {
 	if w.kind == "allreduce" {
 		rank = (int(c.Conn) + 1) % n // connection i delivers to rank i+1
 		if k := int(c.ID) + 1; k < w.steps {
-			s.post(w.conns[rank], rank, w.chunk, uint32(k))
+			s.post(w.conns[rank], w.host(s, rank), w.chunk, uint32(k))
 		}
 	} else {
 		rank = w.dst[c.Conn]
@@ -121,6 +121,18 @@ func (w *collective) completion(s *Sim, c Completion) {
 			w.doneAt = s.now
 		}
 	}
+}
+
+// host is the host of rank r. Placement packed puts rank r on host r, so
+// neighbours in the ring share a leaf; spread deals the ranks out over the
+// leaves in turn (rank r on leaf r mod leaves), as when a job's ranks sit in
+// different racks and every ring hop crosses the spines.
+func (w *collective) host(s *Sim, r int) int {
+	if w.cfg.Placement != "spread" || s.topo.leaves < 2 {
+		return r
+	}
+	l := s.topo.leaves
+	return (r%l)*s.topo.hostsPerLeaf + r/l
 }
 
 func (w *collective) sample(*Sim) {}

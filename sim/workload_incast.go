@@ -12,6 +12,8 @@ type incast struct {
 	m     meter
 	left  int
 	start mr.Time
+	down  []int32   // the receiver's ports on its leaves (one per plane)
+	qpeak []float64 // per bin: the peak queue on those ports, bytes
 }
 
 func (w *incast) maxMessage() int { return int(w.cfg.MessageSize) }
@@ -59,7 +61,26 @@ func (w *incast) completion(s *Sim, c Completion) {
 	ll.next(s, f)
 }
 
-func (w *incast) sample(s *Sim) { w.m.sample(s) }
+func (w *incast) sample(s *Sim) {
+	n := len(w.m.t)
+	w.m.sample(s)
+	if len(w.m.t) == n {
+		return
+	}
+	if w.down == nil {
+		for i := range s.links {
+			if s.links[i].to == 0 {
+				w.down = append(w.down, int32(i))
+			}
+		}
+	}
+	var q int64
+	for _, li := range w.down {
+		q = max(q, s.links[li].binPeak)
+		s.links[li].binPeak = 0
+	}
+	w.qpeak = append(w.qpeak, float64(q))
+}
 
 func (w *incast) finished() bool { return w.cfg.FlowSize > 0 && w.left == 0 }
 
@@ -107,15 +128,42 @@ func (w *incast) report(s *Sim, r *runResult) {
 	}
 	// Converged: from some bin on, goodput (over ~4 base RTT windows) is
 	// at least 90% of the receiver's link and the fairness index at least
-	// 0.9, for the rest of the run.
+	// 0.95, for the rest of the run.
 	var conv any
 	ks := settleBins(s)
 	if i := w.m.settledFrom(w.start, s.now, ks, func(j int) bool {
-		return w.m.windowRate(j, ks) >= 0.9*capGbps && js[j] >= 0.9
+		return w.m.windowRate(j, ks) >= 0.9*capGbps && js[j] >= 0.95
 	}); i >= 0 {
 		conv = float64(w.m.binStart(i)-w.start) / float64(s.baseRTT)
 	}
 	r.add("converge_rtts", conv)
+	// The criteria: fairness from the third base RTT after the
+	// burst starts (each sender's bytes from then to the end), and the
+	// peak queue at the receiver's port once converged, against one BDP
+	// of the receiver's link.
+	from3 := w.start + 3*s.baseRTT
+	tot3 := make([]float64, w.m.groups)
+	for i := range w.m.t {
+		if w.m.binStart(i) >= from3 {
+			for g, b := range w.m.per[i] {
+				tot3[g] += b
+			}
+		}
+	}
+	r.add("jain_from3", jain(tot3))
+	var qAfter any
+	if c, ok := conv.(float64); ok {
+		from := w.start + mr.Time(c*float64(s.baseRTT))
+		var q float64
+		for i := range w.qpeak {
+			if i < len(w.m.t) && w.m.binStart(i) >= from {
+				q = max(q, w.qpeak[i])
+			}
+		}
+		qAfter = q / 1024
+	}
+	r.add("queue_after_kib", qAfter)
+	r.add("bdp_kib", capGbps*float64(s.baseRTT)/8/1024)
 	r.add("fairness_window_us", float64(k)*float64(s.cfg.Bin.T())/1e3)
 	fctFigures(r, w.flows)
 	t, g := w.m.series()

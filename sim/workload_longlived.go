@@ -165,4 +165,10 @@ func failureFigures(s *Sim, r *runResult, m *meter) {
 	r.add("after_gbps", after)
 	r.add("expected_after_gbps", expected)
 	r.add("recover_rtts", recover)
+	// The criterion: back to 70% of the rate before the failure.
+	var recover70 any
+	if i := m.settledFrom(at, end, k, func(j int) bool { return m.windowRate(j, k) >= 0.7*before }); i >= 0 {
+		recover70 = float64(m.binStart(i)-at) / float64(s.baseRTT)
+	}
+	r.add("recover70_rtts", recover70)
 }

@@ -1,0 +1,110 @@
+package metaroce
+
+import (
+	"testing"
+	"time"
+)
+
+func shareConfig() Config {
+	c := Config{LinkRateBps: 100e9, HintUtilization: 1}.Defaults()
+	return c
+}
+
+// Unlimited senders split the link evenly, and each new sender lowers the
+// level at once (its first packet counts).
+func TestFairShareEvenSplit(t *testing.T) {
+	cfg := shareConfig()
+	var f fairShare
+	conns := make([]*Conn, 4)
+	for i := range conns {
+		conns[i] = &Conn{}
+		f.onReceive(&cfg, conns[i], Time(i), 1000, false)
+		if got, want := f.hintMbps(&cfg, conns[i]), uint32(100e3/(i+1)); got != want {
+			t.Fatalf("after %d senders: hint %d Mbit/s, want %d", i+1, got, want)
+		}
+	}
+	stranger := &Conn{}
+	if f.hintMbps(&cfg, stranger) != 0 {
+		t.Fatalf("a connection that sent nothing gets a hint")
+	}
+}
+
+// A sender that uses less than half of its share is limited by its own
+// demand; the others get what it leaves (max-min).
+func TestFairShareHonoursSmallDemand(t *testing.T) {
+	cfg := shareConfig()
+	var f fairShare
+	a, b := &Conn{}, &Conn{}
+	now := Time(0)
+	f.onReceive(&cfg, a, now, 1000, false)
+	f.onReceive(&cfg, b, now, 1000, false)
+	// Several intervals: b sends 5 Gb/s, a sends whatever it is given.
+	step := 100 * time.Microsecond
+	for i := 0; i < 10; i++ {
+		ha := float64(f.hintMbps(&cfg, a)) * 1e6
+		now = now.Add(step)
+		f.onReceive(&cfg, a, now, int(ha/8*step.Seconds()), false)
+		f.onReceive(&cfg, b, now, int(5e9/8*step.Seconds()), false)
+	}
+	hb := float64(f.hintMbps(&cfg, b)) * 1e6
+	ha := float64(f.hintMbps(&cfg, a)) * 1e6
+	if hb > 30e9 || hb < 5e9 {
+		t.Fatalf("demand-limited sender offered %.1f Gb/s, want between its 5 Gb/s and the even split", hb/1e9)
+	}
+	if ha < 70e9 {
+		t.Fatalf("unlimited sender offered %.1f Gb/s, want the rest of the link", ha/1e9)
+	}
+}
+
+// A sender that goes quiet for a whole interval leaves the active set.
+func TestFairShareForgetsIdle(t *testing.T) {
+	cfg := shareConfig()
+	var f fairShare
+	a, b := &Conn{}, &Conn{}
+	f.onReceive(&cfg, a, 0, 1000, false)
+	f.onReceive(&cfg, b, 0, 1000, false)
+	for i := 1; i <= 3; i++ {
+		f.onReceive(&cfg, a, Time(i)*Time(time.Millisecond), 1000, false)
+	}
+	// a sends little, so its own hint follows its demand; the level an
+	// unlimited sender would get is the whole link again.
+	if f.level != 100e9 || len(f.active) != 1 {
+		t.Fatalf("level %.0f with %d active, want the whole link for the one sender", f.level, len(f.active))
+	}
+	if b.share.listed {
+		t.Fatalf("idle sender still listed")
+	}
+}
+
+// CE-marked arrivals shrink what the shares add up to, so that a standing
+// queue drains; unmarked intervals restore it.
+func TestFairShareDrainsOnMarks(t *testing.T) {
+	cfg := shareConfig()
+	var f fairShare
+	a := &Conn{}
+	now := Time(0)
+	f.onReceive(&cfg, a, now, 1000, true)
+	now = now.Add(cfg.HintInterval)
+	f.onReceive(&cfg, a, now, 1000, true)
+	if f.level != 50e9 {
+		t.Fatalf("every byte marked: level %.0f, want half the link", f.level)
+	}
+	now = now.Add(cfg.HintInterval)
+	f.onReceive(&cfg, a, now, 1000, false)
+	now = now.Add(cfg.HintInterval)
+	f.onReceive(&cfg, a, now, 1000, false)
+	if f.level != 100e9 {
+		t.Fatalf("marks gone: level %.0f, want the whole link", f.level)
+	}
+}
+
+// Without a link rate there are no hints.
+func TestFairShareDisabled(t *testing.T) {
+	cfg := Config{}.Defaults()
+	var f fairShare
+	a := &Conn{}
+	f.onReceive(&cfg, a, 0, 1000, false)
+	if f.hintMbps(&cfg, a) != 0 {
+		t.Fatalf("hint without a link rate")
+	}
+}

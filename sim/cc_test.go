@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Regression tests for congestion control and path intelligence: each
+// runs a small version of its experiment (the full ones are in `make
+// experiments`) and checks metaroce against the figure the design asks
+// for, with RoCEv2 run beside it on the same fabric. The thresholds are
+// those of the full experiments; the small versions are sized so that they
+// hold with margin, and break when a mechanism does.
+
+// rowsOf returns the rows of transport tr.
+func rowsOf(res *Results, tr string) []Row {
+	var out []Row
+	for _, r := range res.Rows {
+		if v, _ := r.Get("transport"); v == tr {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func mustFloat(t *testing.T, r Row, key string) float64 {
+	t.Helper()
+	v, ok := r.Float(key)
+	require.True(t, ok, "row lacks %s (or it is empty): %v", key, r)
+	return v
+}
+
+// Incast: the receiver's link stays busy, the senders share it fairly from
+// the third base RTT on, and once converged the queue at the receiver's
+// port stays within about one BDP.
+func TestIncastFairAndDrained(t *testing.T) {
+	e, err := Load("../configs/experiments/incast.yaml", []string{"duration=1ms", "warmup=300us", "sweep.workload.senders=[32]"})
+	require.NoError(t, err)
+	res, err := e.Execute(Options{})
+	require.NoError(t, err)
+	rows := rowsOf(res, "metaroce")
+	require.Len(t, rows, 1)
+	r := rows[0]
+	require.GreaterOrEqual(t, mustFloat(t, r, "efficiency"), 0.9)
+	require.GreaterOrEqual(t, mustFloat(t, r, "jain_from3"), 0.95)
+	conv := mustFloat(t, r, "converge_rtts")
+	require.Less(t, conv, 60.0)
+	bdp := mustFloat(t, r, "bdp_kib")
+	require.LessOrEqual(t, mustFloat(t, r, "queue_after_kib"), 1.5*bdp)
+	require.Zero(t, mustFloat(t, r, "failed_wrs"))
+}
+
+// Plane failure: goodput is back to 70% of the rate before within 10 base
+// RTTs, and no work request fails.
+func TestPlaneFailureRecovers(t *testing.T) {
+	res := runSmall(t, "plane-failure.yaml", 0)
+	r := rowsOf(res, "metaroce")[0]
+	require.LessOrEqual(t, mustFloat(t, r, "recover70_rtts"), 10.0)
+	require.Zero(t, mustFloat(t, r, "failed_wrs"))
+	require.Zero(t, mustFloat(t, r, "stalled_connections"))
+}
+
+// ECMP collisions: spraying reaches 90% of the bisection; RoCEv2's pinned
+// flows collide and fall short of metaroce.
+func TestECMPCollisionsSprayed(t *testing.T) {
+	res := runSmall(t, "ecmp-collision.yaml", 0)
+	m := mustFloat(t, rowsOf(res, "metaroce")[0], "efficiency")
+	r := mustFloat(t, rowsOf(res, "rocev2")[0], "efficiency")
+	require.GreaterOrEqual(t, m, 0.9)
+	require.Greater(t, m, r)
+}
+
+// Asymmetry: with one of 32 paths 10x slower, dropping half its packets,
+// or both, the connection keeps 90% of what the other 31 paths carry.
+func TestAsymmetryOnePathBad(t *testing.T) {
+	res := runSmall(t, "asymmetry.yaml", 0)
+	rows := rowsOf(res, "metaroce")
+	require.Len(t, rows, 4)
+	for _, r := range rows {
+		require.GreaterOrEqual(t, mustFloat(t, r, "efficiency"), 0.9*31/32, "%v", r)
+		require.Zero(t, mustFloat(t, r, "failed_wrs"))
+	}
+}
+
+// Loss: at least 0.95 of lossless goodput at 1% loss and 0.80 at 10%.
+func TestLossEfficiencyTargets(t *testing.T) {
+	res := runSmall(t, "loss-sweep.yaml", 0)
+	for _, r := range rowsOf(res, "metaroce") {
+		loss := mustFloat(t, r, "loss.rate")
+		eff := mustFloat(t, r, "efficiency")
+		switch loss {
+		case 0.01:
+			require.GreaterOrEqual(t, eff, 0.95, "%v", r)
+		case 0.1:
+			require.GreaterOrEqual(t, eff, 0.80, "%v", r)
+		}
+	}
+}
+
+// Plane scaling: k planes carry at least 0.95·k times one plane.
+func TestPlaneScalingLinear(t *testing.T) {
+	res := runSmall(t, "plane-scaling.yaml", 0)
+	by := map[float64]float64{}
+	for _, r := range rowsOf(res, "metaroce") {
+		by[mustFloat(t, r, "topology.planes")] = mustFloat(t, r, "goodput_gbps")
+	}
+	require.Contains(t, by, 1.0)
+	require.Contains(t, by, 2.0)
+	require.GreaterOrEqual(t, by[2], 0.95*2*by[1])
+}
