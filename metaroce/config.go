@@ -49,8 +49,10 @@ type Config struct {
 	// each sender's share in every ACK; 0 means unknown: no rate hints.
 	// The backend knows it (the simulator's NIC, a DPDK port's link speed).
 	LinkRateBps float64
-	// HintUtilization is the fraction of LinkRateBps the shares add up to
-	// ((0, 1]), leaving headroom for ACKs, framing and jitter. Default 0.98.
+	// HintUtilization is the fraction of LinkRateBps the shares of two or
+	// more senders add up to ((0, 1]), leaving headroom for framing and
+	// for packets of independent senders arriving together (a lone sender
+	// gets the whole link). Default 0.95.
 	HintUtilization float64
 	// HintInterval is the shortest interval over which the receiver
 	// measures each sender's rate (it is stretched so that a sender at its
@@ -60,8 +62,15 @@ type Config struct {
 	// times its rate hint × (its smallest RTT + AckDelay) (at least one
 	// packet), so that a burst already in the fabric drains before new
 	// packets join it. Above 1 it leaves room for losses not yet detected
-	// (they still count as in flight). Default 3.
+	// (they still count as in flight). Default 4.
 	InflightRTTs float64
+	// InitialInflight is how many packets a connection may have in flight
+	// before its first ACK (with the receiver's first rate hint) arrives.
+	// N senders starting together put N·InitialInflight packets in the
+	// receiver's queue before anyone has heard from it; 1 keeps a 32:1
+	// incast within one BDP and costs a new connection one RTT on its
+	// first multi-packet message. Default 1.
+	InitialInflight int
 	// AckEvery: acknowledge a path after this many packets. Default 8.
 	AckEvery int
 	// AckDelay: acknowledge at the latest this long after the first
@@ -84,9 +93,9 @@ type Config struct {
 	// soon after it is restored. Default 200µs.
 	PathReprobe time.Duration
 	// PathLossFail: a path whose recent loss rate (an average over about
-	// 32 packets) exceeds this fraction, with no ECN marks to explain it,
-	// is judged failed, as long as another path is healthy ((0, 1]).
-	// Default 0.3.
+	// 32 packets) exceeds this fraction and three times its siblings'
+	// average, with no ECN marks to explain it, is judged failed, as long
+	// as another path is healthy ((0, 1]). Default 0.4.
 	PathLossFail float64
 	// RerollRounds: a path whose marked fraction stays above 0.5 (and
 	// four times its siblings' average) for this many rounds in a row takes
@@ -149,11 +158,12 @@ func (c Config) Defaults() Config {
 		}
 	}
 	setFloat(&c.ECNGain, 1.0/16)
-	setFloat(&c.HintUtilization, 0.98)
+	setFloat(&c.HintUtilization, 0.95)
 	setDur(&c.HintInterval, 16*time.Microsecond)
-	setFloat(&c.InflightRTTs, 3)
-	setFloat(&c.PathLossFail, 0.3)
+	setFloat(&c.InflightRTTs, 4)
+	setFloat(&c.PathLossFail, 0.4)
 	setInt(&c.RerollRounds, 8)
+	setInt(&c.InitialInflight, 1)
 	setInt(&c.AckEvery, 8)
 	setDur(&c.AckDelay, 5*time.Microsecond)
 	setDur(&c.InitialRTO, time.Millisecond)
@@ -186,6 +196,7 @@ func (c Config) Validate() error {
 		{"PathWindow", c.PathWindow, 1, SackBits},
 		{"MinWindow", c.MinWindow, 1, c.PathWindow},
 		{"RerollRounds", c.RerollRounds, -1, 1 << 16},
+		{"InitialInflight", c.InitialInflight, 1, 1 << 20},
 		{"AckEvery", c.AckEvery, 1, SackBits},
 		{"PathFailAfter", c.PathFailAfter, 1, 64},
 		{"RNRRetries", c.RNRRetries, 0, 1000},

@@ -233,7 +233,8 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 		c.rx[i] = rxPath{ackDue: Never, c: &c.tx[i].c}
 	}
 	c.picker.reset(c.paths)
-	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen}
+	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,
+		jitter: uint64(c.local)*0x9e3779b97f4a7c15 ^ uint64(c.ep.cfg.Node)<<32}
 	c.state = connEstablished
 	c.lastRx = now
 	c.lastKeepalive = now

@@ -102,9 +102,10 @@ func (c *Conn) onAccept(now Time, h *Header, body []byte) {
 		// One CONNECT, one ACCEPT: an unambiguous first RTT sample, so
 		// that a path whose first packets are all lost (an incast's
 		// first burst) times out after an RTO, not after InitialRTO.
-		r := now.Sub(c.connectSentAt)
-		c.rtt.sample(r)
-		c.limit.sample(r)
+		// Only the RTO takes it: a CONNECT and its ACCEPT are small, and
+		// on slow links a data packet's RTT is much longer, so it would
+		// understate the connection's smallest RTT (minRTT).
+		c.rtt.sample(now.Sub(c.connectSentAt))
 	}
 }
 
@@ -343,7 +344,7 @@ func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
 		return
 	}
 	r.sb.mark(h.PSN)
-	c.ep.share.onReceive(&c.ep.cfg, c, now, HeaderLen+len(body)+CRCLen, rx.CE)
+	c.ep.share.onReceive(&c.ep.cfg, c, now, HeaderLen+len(body)+CRCLen, rx.CE, h.Timestamp)
 	r.c.RxPackets++
 	r.c.RxBytes += uint64(len(body))
 	if rx.CE {

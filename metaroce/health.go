@@ -87,7 +87,7 @@ func (c *Conn) starved() bool {
 // slow reports whether p's RTT is well above the connection's (a degraded
 // link or a deep queue on its route alone).
 func (c *Conn) slow(p *txPath) bool {
-	return p.hasRTT && c.rtt.hasRTT && p.srtt > 2*c.rtt.srtt
+	return p.hasRTT && c.rtt.hasRTT && p.srtt > 3*c.rtt.srtt
 }
 
 // pathRTO is the tail-loss timeout of p. While the connection is starved,
@@ -125,7 +125,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 	p.timeouts++
 	if c.healthyPaths() > 1 {
 		stalled := !c.congested(now, p) && c.siblingsProgressed(p, stalledSince)
-		if p.timeouts >= cfg.PathFailAfter || (stalled && p.timeouts >= 2) {
+		if p.timeouts >= cfg.PathFailAfter {
 			c.failPath(now, p)
 			return
 		}
@@ -133,8 +133,9 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 			// ACKs stalled on this path alone, with no sign of
 			// congestion: what it holds is lost (a tail loss) or the path
 			// is dead. Either way those packets go out on healthy paths
-			// now; the probe below tells which, and a second timeout
-			// judges the path failed. A connection with nothing else to
+			// now, and the path keeps only a window of one packet; the
+			// probe below tells which, and PathFailAfter timeouts in a
+			// row judge it failed. A connection with nothing else to
 			// send does the same for a path much slower than the others:
 			// the copies cost little while the other paths idle, and the
 			// application is waiting on exactly these packets.
@@ -161,7 +162,8 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 //
 // Uniform loss (a lossy fabric, every path alike) is not a path's fault
 // and failing paths would not help: only a path losing more than
-// PathLossFail and over twice its healthy siblings' average is failed.
+// PathLossFail and over three times its healthy siblings' average is
+// failed.
 func (c *Conn) onLoss(now Time, p *txPath) {
 	p.cc.lost()
 	if p.cc.loss <= c.ep.cfg.PathLossFail || p.failed || c.congested(now, p) {
@@ -175,7 +177,7 @@ func (c *Conn) onLoss(now Time, p *txPath) {
 			n++
 		}
 	}
-	if n > 0 && p.cc.loss > 2*sum/float64(n) {
+	if n > 0 && p.cc.loss > 3*sum/float64(n) {
 		c.failPath(now, p)
 	}
 }

@@ -12,6 +12,7 @@ import "time"
 //     one moves nextSend forward by its transmission time at that rate.
 //     Without a hint (the receiver does not know its link rate, or has not
 //     answered yet) there is no pacing.
+//   - Before the first ACK: at most InitialInflight packets.
 //   - In flight: the packets not yet acknowledged (and not known lost) may
 //     not exceed InflightRTTs × hint × (minRTT + AckDelay) (at least one
 //     packet). A burst sent
@@ -23,16 +24,28 @@ import "time"
 // already counted.
 type connLimit struct {
 	hintBps  float64 // the receiver's latest hint, bits/s (0 = none)
+	heard    bool    // an ACK has arrived, with or without a hint
 	nextSend Time    // earliest time for the next new packet
 	inflight int     // sequenced packets outstanding, over every path
 	minRTT   time.Duration
-	pktBytes int // size of a full data packet, for the in-flight cap
+	pktBytes int    // size of a full data packet, for the in-flight cap
+	jitter   uint64 // state of the pacing jitter's generator
 }
 
 // maxInflightPackets is the in-flight cap in packets (large when there is
 // no hint).
 func (l *connLimit) maxInflightPackets(cfg *Config) int {
-	if l.hintBps <= 0 || l.minRTT <= 0 || cfg.DisableCC {
+	if cfg.DisableCC {
+		return 1 << 30
+	}
+	if !l.heard {
+		// Before the first ACK nothing is known of the receiver: as
+		// TCP's initial window, a few packets, so that N senders
+		// starting at once put N·InitialInflight packets, not N full
+		// windows, into the receiver's queue.
+		return cfg.InitialInflight
+	}
+	if l.hintBps <= 0 || l.minRTT <= 0 {
 		return 1 << 30
 	}
 	// The peer holds ACKs up to AckDelay: the ACK clock ticks at most
@@ -71,7 +84,15 @@ func (l *connLimit) sent(now Time, n int) {
 	if l.nextSend < now {
 		l.nextSend = now
 	}
-	l.nextSend += Time(float64(n) * 8 * 1e9 / l.hintBps)
+	// Each gap is drawn from [0.5, 1.5) of the exact one (mean exact):
+	// senders given the same hint at the same moment would otherwise
+	// keep the same phase for ever, and their packets would reach the
+	// receiver's port together, a burst per period, however low the sum
+	// of their rates. The generator is deterministic (seeded per
+	// connection), so simulations still repeat exactly.
+	l.jitter = l.jitter*6364136223846793005 + 1442695040888963407
+	u := float64(l.jitter>>11) / (1 << 53)
+	l.nextSend += Time(float64(n) * 8 * 1e9 / l.hintBps * (0.75 + u/2))
 }
 
 // setHint takes a rate hint from an ACK (Mbit/s on the wire, 0 = none).
@@ -80,6 +101,7 @@ func (l *connLimit) setHint(cfg *Config, mbps uint32) {
 		return
 	}
 	l.hintBps = float64(mbps) * 1e6
+	l.heard = true
 }
 
 // sample records an RTT sample for minRTT.

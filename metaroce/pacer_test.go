@@ -10,20 +10,35 @@ import (
 func TestConnLimit(t *testing.T) {
 	cfg := Config{}.Defaults()
 	l := connLimit{pktBytes: 4000}
-	if l.paced(0) || l.blockedUntil(&cfg, 0, 0) > 0 {
+	if l.blockedUntil(&cfg, 0, 0) != 0 || l.maxInflightPackets(&cfg) != cfg.InitialInflight {
+		t.Fatalf("before the first ACK: want InitialInflight packets, unpaced")
+	}
+	l.setHint(&cfg, 0) // an ACK without a hint: no limit at all
+	if l.paced(0) || l.maxInflightPackets(&cfg) < 1<<20 {
 		t.Fatalf("limited without a hint")
 	}
 	l.setHint(&cfg, 8000) // 8 Gb/s: 4000 bytes take 4 µs
-	l.sent(0, 4000)
-	if l.nextSend != Time(4*time.Microsecond) || !l.paced(Time(time.Microsecond)) {
-		t.Fatalf("next send at %d, want 4µs", l.nextSend)
+	// Gaps are jittered within [0.5, 1.5) of the exact 4 µs, mean exact.
+	const n = 1000
+	for i := 0; i < n; i++ {
+		prev := l.nextSend
+		l.sent(l.nextSend, 4000)
+		if gap := l.nextSend - prev; gap < Time(2*time.Microsecond) || gap >= Time(6*time.Microsecond) {
+			t.Fatalf("gap %d ns, want 2..6µs", gap)
+		}
+	}
+	if mean := float64(l.nextSend) / n; mean < 3800 || mean > 4200 {
+		t.Fatalf("mean gap %.0f ns, want about 4000", mean)
+	}
+	if !l.paced(l.nextSend - 1) {
+		t.Fatalf("not paced before nextSend")
 	}
 	l.sample(10 * time.Microsecond)
-	// 3 × 1 GB/s × 15 µs = 45000 bytes = 11 packets.
-	if n := l.maxInflightPackets(&cfg); n != 11 {
-		t.Fatalf("in-flight cap %d packets, want 11", n)
+	// 4 × 1 GB/s × 15 µs = 60000 bytes = 15 packets.
+	if n := l.maxInflightPackets(&cfg); n != 15 {
+		t.Fatalf("in-flight cap %d packets, want 15", n)
 	}
-	l.inflight = 11
+	l.inflight = 15
 	if l.blockedUntil(&cfg, 0, 0) != Never {
 		t.Fatalf("not held at the cap")
 	}

@@ -16,7 +16,8 @@ import (
 // shorter interval could not tell a slow sender from a paced one). At the
 // end of an interval:
 //
-//   - a connection that sent nothing in it leaves the active set;
+//   - a connection that sent nothing in two intervals in a row leaves the
+//     active set;
 //   - one that sent less than half of the share it was given is limited by
 //     its own demand (the application posts less, or a path is slow): its
 //     demand is taken as twice what it sent (but at least half of what it
@@ -43,31 +44,57 @@ type fairShare struct {
 	markStart Time
 	markBytes int
 	allBytes  int
-	scale     float64 // 1 - f/2 of the last marking interval
+	scale     float64 // min(1 - f/2, the delay scale) of the last interval
+
+	// Queueing delay, as the receiver sees it without synchronized
+	// clocks: each packet's one-way delay (arrival time minus the
+	// sender's send stamp) above the smallest one seen from that
+	// connection. The clocks' offset cancels out; what is left is the
+	// queue the packet waited in. A standing queue that marks nothing
+	// (below the switch's threshold) still adds latency, and shares that
+	// add up to 98% of the link drain it only slowly. Many senders paced
+	// at random phases queue a little even below the link rate, so only
+	// the average wait above HintInterval/4 counts: while it is w, the
+	// shares shrink by w/(4·HintInterval) (at most by half), and a
+	// standing queue empties within a few intervals.
+	delaySum time.Duration
+	delayN   int
 }
 
 // rxShare is a connection's record in the receiver's fairShare.
 type rxShare struct {
 	listed bool
-	joined Time    // when it (re)joined the active set
-	bytes  int     // received in the current interval
-	demand float64 // bits/s; 0 = unlimited
+	quiet  int           // consecutive intervals without a packet
+	minOWD time.Duration // smallest one-way delay (with the clocks' offset) seen
+	joined Time          // when it (re)joined the active set
+	bytes  int           // received in the current interval
+	demand float64       // bits/s; 0 = unlimited
 }
 
 // enabled reports whether the endpoint gives rate hints.
 func (f *fairShare) enabled(cfg *Config) bool { return cfg.LinkRateBps > 0 && !cfg.DisableCC }
 
 // capacity is what the shares add up to.
+//
+// A lone sender gets the whole link: its packets leave its own NIC one
+// after another and cannot pile up at a receiver port of the same rate.
+// Several senders pace independently, their packets arrive at random
+// phases, and near full load the port's queue would grow without bound
+// (as any single-server queue does): HintUtilization keeps them below.
 func (f *fairShare) capacity(cfg *Config) float64 {
 	s := f.scale
 	if s == 0 {
 		s = 1
 	}
-	return cfg.LinkRateBps * cfg.HintUtilization * s
+	u := cfg.HintUtilization
+	if len(f.active) <= 1 {
+		u = 1
+	}
+	return cfg.LinkRateBps * u * s
 }
 
 // onReceive counts n bytes of a sequenced packet from c.
-func (f *fairShare) onReceive(cfg *Config, c *Conn, now Time, n int, ce bool) {
+func (f *fairShare) onReceive(cfg *Config, c *Conn, now Time, n int, ce bool, sentAt Time) {
 	if !f.enabled(cfg) {
 		return
 	}
@@ -81,7 +108,14 @@ func (f *fairShare) onReceive(cfg *Config, c *Conn, now Time, n int, ce bool) {
 		if f.allBytes > 0 {
 			s -= float64(f.markBytes) / float64(f.allBytes) / 2
 		}
+		if f.delayN > 0 {
+			qd := f.delaySum / time.Duration(f.delayN)
+			over := qd - cfg.HintInterval/2
+			d := 1 - min(0.5, max(0, float64(over))/float64(8*cfg.HintInterval))
+			s = min(s, d)
+		}
 		f.markStart, f.markBytes, f.allBytes = now, 0, 0
+		f.delaySum, f.delayN = 0, 0
 		if s != f.scale {
 			f.scale = s
 			f.refill(cfg)
@@ -93,11 +127,18 @@ func (f *fairShare) onReceive(cfg *Config, c *Conn, now Time, n int, ce bool) {
 	}
 	r := &c.share
 	if !r.listed {
-		r.listed, r.joined, r.bytes, r.demand = true, now, 0, 0
+		r.listed, r.joined, r.bytes, r.demand, r.quiet = true, now, 0, 0, 0
 		f.active = append(f.active, c)
 		f.refill(cfg)
 	}
 	r.bytes += n
+	if owd := now.Sub(sentAt); sentAt != 0 {
+		if r.minOWD == 0 || owd < r.minOWD {
+			r.minOWD = owd
+		}
+		f.delaySum += owd - r.minOWD
+		f.delayN++
+	}
 }
 
 // hintMbps is c's share in Mbit/s for its ACKs (0 when hints are off or c
@@ -140,9 +181,19 @@ func (f *fairShare) roll(cfg *Config, now Time) {
 	for _, c := range f.active {
 		r := &c.share
 		if r.bytes == 0 {
-			r.listed = false
+			// Quiet for a whole interval. A paced sender may just have
+			// been unlucky (a packet lost, a timeout): it leaves only
+			// after a second quiet interval, so that the level does not
+			// jump up and down with every hiccup.
+			r.quiet++
+			if r.quiet >= 2 {
+				r.listed = false
+				continue
+			}
+			keep = append(keep, c)
 			continue
 		}
+		r.quiet = 0
 		given := f.level
 		if r.demand > 0 && r.demand < given {
 			given = r.demand

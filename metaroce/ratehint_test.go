@@ -18,7 +18,7 @@ func TestFairShareEvenSplit(t *testing.T) {
 	conns := make([]*Conn, 4)
 	for i := range conns {
 		conns[i] = &Conn{}
-		f.onReceive(&cfg, conns[i], Time(i), 1000, false)
+		f.onReceive(&cfg, conns[i], Time(i), 1000, false, 0)
 		if got, want := f.hintMbps(&cfg, conns[i]), uint32(100e3/(i+1)); got != want {
 			t.Fatalf("after %d senders: hint %d Mbit/s, want %d", i+1, got, want)
 		}
@@ -36,15 +36,15 @@ func TestFairShareHonoursSmallDemand(t *testing.T) {
 	var f fairShare
 	a, b := &Conn{}, &Conn{}
 	now := Time(0)
-	f.onReceive(&cfg, a, now, 1000, false)
-	f.onReceive(&cfg, b, now, 1000, false)
+	f.onReceive(&cfg, a, now, 1000, false, 0)
+	f.onReceive(&cfg, b, now, 1000, false, 0)
 	// Several intervals: b sends 5 Gb/s, a sends whatever it is given.
 	step := 100 * time.Microsecond
 	for i := 0; i < 10; i++ {
 		ha := float64(f.hintMbps(&cfg, a)) * 1e6
 		now = now.Add(step)
-		f.onReceive(&cfg, a, now, int(ha/8*step.Seconds()), false)
-		f.onReceive(&cfg, b, now, int(5e9/8*step.Seconds()), false)
+		f.onReceive(&cfg, a, now, int(ha/8*step.Seconds()), false, 0)
+		f.onReceive(&cfg, b, now, int(5e9/8*step.Seconds()), false, 0)
 	}
 	hb := float64(f.hintMbps(&cfg, b)) * 1e6
 	ha := float64(f.hintMbps(&cfg, a)) * 1e6
@@ -61,10 +61,10 @@ func TestFairShareForgetsIdle(t *testing.T) {
 	cfg := shareConfig()
 	var f fairShare
 	a, b := &Conn{}, &Conn{}
-	f.onReceive(&cfg, a, 0, 1000, false)
-	f.onReceive(&cfg, b, 0, 1000, false)
+	f.onReceive(&cfg, a, 0, 1000, false, 0)
+	f.onReceive(&cfg, b, 0, 1000, false, 0)
 	for i := 1; i <= 3; i++ {
-		f.onReceive(&cfg, a, Time(i)*Time(time.Millisecond), 1000, false)
+		f.onReceive(&cfg, a, Time(i)*Time(time.Millisecond), 1000, false, 0)
 	}
 	// a sends little, so its own hint follows its demand; the level an
 	// unlimited sender would get is the whole link again.
@@ -83,16 +83,16 @@ func TestFairShareDrainsOnMarks(t *testing.T) {
 	var f fairShare
 	a := &Conn{}
 	now := Time(0)
-	f.onReceive(&cfg, a, now, 1000, true)
+	f.onReceive(&cfg, a, now, 1000, true, 0)
 	now = now.Add(cfg.HintInterval)
-	f.onReceive(&cfg, a, now, 1000, true)
+	f.onReceive(&cfg, a, now, 1000, true, 0)
 	if f.level != 50e9 {
 		t.Fatalf("every byte marked: level %.0f, want half the link", f.level)
 	}
 	now = now.Add(cfg.HintInterval)
-	f.onReceive(&cfg, a, now, 1000, false)
+	f.onReceive(&cfg, a, now, 1000, false, 0)
 	now = now.Add(cfg.HintInterval)
-	f.onReceive(&cfg, a, now, 1000, false)
+	f.onReceive(&cfg, a, now, 1000, false, 0)
 	if f.level != 100e9 {
 		t.Fatalf("marks gone: level %.0f, want the whole link", f.level)
 	}
@@ -103,7 +103,7 @@ func TestFairShareDisabled(t *testing.T) {
 	cfg := Config{}.Defaults()
 	var f fairShare
 	a := &Conn{}
-	f.onReceive(&cfg, a, 0, 1000, false)
+	f.onReceive(&cfg, a, 0, 1000, false, 0)
 	if f.hintMbps(&cfg, a) != 0 {
 		t.Fatalf("hint without a link rate")
 	}

@@ -41,6 +41,7 @@ type MetaRoCEParams struct {
 	HintUtilization float64  `yaml:"hint_utilization"`
 	HintInterval    Duration `yaml:"hint_interval"`
 	InflightRTTs    float64  `yaml:"inflight_rtts"`
+	InitialInflight int      `yaml:"initial_inflight"`
 	PathLossFail    float64  `yaml:"path_loss_fail"`
 	RerollRounds    int      `yaml:"reroll_rounds"`
 	// NoRateHints leaves the receiver's link rate unknown to the endpoint,
@@ -72,7 +73,7 @@ func (metaroceTransport) NewWorld(env WorldEnv, params any) (World, error) {
 			PeerDeadTimeout: p.PeerDeadTimeout.D(),
 			MinWindow:       p.MinWindow, ECNGain: p.ECNGain, DisableCC: p.DisableCC,
 			HintUtilization: p.HintUtilization, HintInterval: p.HintInterval.D(),
-			InflightRTTs: p.InflightRTTs, PathLossFail: p.PathLossFail, RerollRounds: p.RerollRounds,
+			InflightRTTs: p.InflightRTTs, InitialInflight: p.InitialInflight, PathLossFail: p.PathLossFail, RerollRounds: p.RerollRounds,
 		}
 		if !p.NoRateHints {
 			// The receiver knows its link: every NIC port together.
