@@ -232,6 +232,7 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	*s = txSlot{}
 	p.inUse--
 	c.limit.inflight--
+	c.limit.acked()
 	p.cc.delivered()
 }
 

@@ -12,7 +12,8 @@ import "time"
 //     one moves nextSend forward by its transmission time at that rate.
 //     Without a hint (the receiver does not know its link rate, or has not
 //     answered yet) there is no pacing.
-//   - Before the first ACK: at most InitialInflight packets.
+//   - Before the first ACK: at most InitialInflight packets, and from then
+//     on at most one more per packet acknowledged (slow start).
 //   - In flight: the packets not yet acknowledged (and not known lost) may
 //     not exceed InflightRTTs × hint × (minRTT + AckDelay) (at least one
 //     packet). A burst sent
@@ -23,10 +24,16 @@ import "time"
 // Resends of lost packets are paced but not capped: they replace packets
 // already counted.
 type connLimit struct {
-	hintBps  float64 // the receiver's latest hint, bits/s (0 = none)
-	heard    bool    // an ACK has arrived, with or without a hint
-	nextSend Time    // earliest time for the next new packet
-	inflight int     // sequenced packets outstanding, over every path
+	hintBps float64 // the receiver's latest hint, bits/s (0 = none)
+	heard   bool    // an ACK has arrived, with or without a hint
+	// grown is the slow-start bound on the in-flight cap: it starts at
+	// InitialInflight and grows by one per acknowledged packet (doubling
+	// each RTT). The first senders of an incast hear hints meant for the
+	// few senders counted so far; this keeps them from filling the
+	// receiver's queue before the later ones are counted.
+	grown    int
+	nextSend Time // earliest time for the next new packet
+	inflight int  // sequenced packets outstanding, over every path
 	minRTT   time.Duration
 	pktBytes int    // size of a full data packet, for the in-flight cap
 	jitter   uint64 // state of the pacing jitter's generator
@@ -48,6 +55,9 @@ func (l *connLimit) maxInflightPackets(cfg *Config) int {
 	if l.hintBps <= 0 || l.minRTT <= 0 {
 		return 1 << 30
 	}
+	if l.grown < cfg.InitialInflight {
+		l.grown = cfg.InitialInflight
+	}
 	// The peer holds ACKs up to AckDelay: the ACK clock ticks at most
 	// that much slower than the RTT.
 	bytes := cfg.InflightRTTs * l.hintBps / 8 * (l.minRTT + cfg.AckDelay).Seconds()
@@ -55,7 +65,14 @@ func (l *connLimit) maxInflightPackets(cfg *Config) int {
 	if n < 1 {
 		n = 1
 	}
-	return n
+	return min(n, l.grown)
+}
+
+// acked grows the slow-start bound as a packet is acknowledged.
+func (l *connLimit) acked() {
+	if l.grown < 1<<20 {
+		l.grown++
+	}
 }
 
 // blockedUntil returns when the connection may send its next new packet:
@@ -81,7 +98,12 @@ func (l *connLimit) sent(now Time, n int) {
 	if l.hintBps <= 0 {
 		return
 	}
-	if l.nextSend < now {
+	gap := float64(n) * 8 * 1e9 / l.hintBps
+	// A sender slightly behind its schedule (its NIC was busy) keeps
+	// that credit, less than one gap, so the jitter below evens out
+	// instead of idling a link the hint fills exactly. One further behind
+	// was idle, and starts afresh: credit then would be a burst.
+	if l.nextSend < now-Time(gap) {
 		l.nextSend = now
 	}
 	// Each gap is drawn from [0.5, 1.5) of the exact one (mean exact):
@@ -92,7 +114,7 @@ func (l *connLimit) sent(now Time, n int) {
 	// connection), so simulations still repeat exactly.
 	l.jitter = l.jitter*6364136223846793005 + 1442695040888963407
 	u := float64(l.jitter>>11) / (1 << 53)
-	l.nextSend += Time(float64(n) * 8 * 1e9 / l.hintBps * (0.75 + u/2))
+	l.nextSend += Time(gap * (0.75 + u/2))
 }
 
 // setHint takes a rate hint from an ACK (Mbit/s on the wire, 0 = none).

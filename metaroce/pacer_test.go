@@ -34,6 +34,12 @@ func TestConnLimit(t *testing.T) {
 		t.Fatalf("not paced before nextSend")
 	}
 	l.sample(10 * time.Microsecond)
+	if n := l.maxInflightPackets(&cfg); n != cfg.InitialInflight {
+		t.Fatalf("in-flight cap %d before any ACK grew it, want %d", n, cfg.InitialInflight)
+	}
+	for i := 0; i < 100; i++ {
+		l.acked()
+	}
 	// 4 × 1 GB/s × 15 µs = 60000 bytes = 15 packets.
 	if n := l.maxInflightPackets(&cfg); n != 15 {
 		t.Fatalf("in-flight cap %d packets, want 15", n)

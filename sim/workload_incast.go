@@ -131,10 +131,10 @@ func (w *incast) report(s *Sim, r *runResult) {
 	// 0.95, for the rest of the run.
 	var conv any
 	// Goodput is judged over the same windows as fairness: at least
-	// ~4 base RTTs, and long enough for every sender's fair share to be
-	// 8 packets (shorter windows measure packet granularity, not the
-	// transport).
-	ks := max(settleBins(s), k)
+	// ~10 base RTTs, and long enough for every sender's fair share to be
+	// 8 packets (shorter windows measure packet granularity and the
+	// pacing jitter, not the transport).
+	ks := max(int((10*s.baseRTT+s.cfg.Bin.T()-1)/s.cfg.Bin.T()), k)
 	if i := w.m.settledFrom(w.start, s.now, ks, func(j int) bool {
 		return w.m.windowRate(j, ks) >= 0.9*capGbps && js[j] >= 0.95
 	}); i >= 0 {

@@ -14,7 +14,7 @@ import (
 
 const tinyExperiment = `
 experiment: tiny
-duration: 200us
+duration: 400us
 warmup: 50us
 topology: {leaves: 2, hosts_per_leaf: 1, spines: 2, ecn: {mode: step, k: 1KiB}}
 workload: {kind: long-lived, connections: 2}
@@ -90,7 +90,7 @@ func TestSimPcap(t *testing.T) {
 	exp := filepath.Join(dir, "incast.yaml")
 	// Two senders into host 1's port build a queue above K: marks.
 	require.NoError(t, os.WriteFile(exp, []byte(`
-duration: 200us
+duration: 400us
 topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, ecn: {mode: step, k: 1KiB}}
 workload: {kind: incast, senders: 2}
 transports: [metaroce]
