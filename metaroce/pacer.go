@@ -26,6 +26,7 @@ import "time"
 type connLimit struct {
 	hintBps float64 // the receiver's latest hint, bits/s (0 = none)
 	heard   bool    // an ACK has arrived, with or without a hint
+	unpaced bool    // the hint is at least our own link rate: no pacing
 	// grown is the slow-start bound on the in-flight cap: it starts at
 	// InitialInflight and grows by one per acknowledged packet (doubling
 	// each RTT). The first senders of an incast hear hints meant for the
@@ -95,7 +96,7 @@ func (l *connLimit) paced(now Time) bool { return l.hintBps > 0 && l.nextSend > 
 
 // sent accounts a new packet of n bytes sent at now.
 func (l *connLimit) sent(now Time, n int) {
-	if l.hintBps <= 0 {
+	if l.hintBps <= 0 || l.unpaced {
 		return
 	}
 	gap := float64(n) * 8 * 1e9 / l.hintBps
@@ -124,6 +125,10 @@ func (l *connLimit) setHint(cfg *Config, mbps uint32) {
 	}
 	l.hintBps = float64(mbps) * 1e6
 	l.heard = true
+	// A hint at or above our own link's rate asks for no pacing: the NIC
+	// sends no faster than that anyway, and pacing (with its jitter) at
+	// the line rate could only leave the link idle between packets.
+	l.unpaced = cfg.LinkRateBps > 0 && l.hintBps >= cfg.LinkRateBps
 }
 
 // sample records an RTT sample for minRTT.

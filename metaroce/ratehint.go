@@ -33,6 +33,7 @@ type fairShare struct {
 	interval time.Duration // length of the current interval
 	active   []*Conn       // connections that sent in this interval or the last
 	level    float64       // share of an unlimited sender, bits/s
+	takers   int           // senders that take the level (not held to a smaller demand)
 	scratch  []float64
 
 	// Queue drain: over every HintInterval the receiver counts the bytes
@@ -148,7 +149,10 @@ func (f *fairShare) hintMbps(cfg *Config, c *Conn) uint32 {
 		return 0
 	}
 	bps := f.level
-	if d := c.share.demand; d > 0 && d < bps {
+	if d := c.share.demand; d > 0 && d < bps && f.takers > 0 {
+		// Held to its demand so that others can have the rest; with
+		// no one to take it (a lone sender, or every sender limited)
+		// that would only slow it down when its demand grows.
 		bps = d
 	}
 	m := bps / 1e6
@@ -247,6 +251,7 @@ func (f *fairShare) refill(cfg *Config) {
 		remain -= d
 		n--
 	}
+	f.takers = n
 	if n > 0 {
 		f.level = remain / float64(n)
 	} else {
