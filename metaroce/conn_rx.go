@@ -177,6 +177,10 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 		p.sample(now.Sub(b.TSEcho))
 		c.rtt.sample(now.Sub(b.TSEcho))
 		c.limit.sample(now.Sub(b.TSEcho))
+		p.speed = speedOne
+		if p.srtt > c.limit.minRTT && c.limit.minRTT > 0 {
+			p.speed = max(1, int(int64(speedOne)*int64(c.limit.minRTT)/int64(p.srtt)))
+		}
 	}
 	if p.cc.onAck(&c.ep.cfg, now, acked, marked, c.pathSRTT(p)) {
 		c.checkReroll(p)

@@ -256,6 +256,7 @@ func (c *Conn) restore(now Time, p *txPath) {
 	p.failed = false
 	p.restoredAt = now
 	p.cc.reset(&c.ep.cfg)
+	p.speed = speedOne
 	p.c.Restores++
 }
 
@@ -312,6 +313,8 @@ func (c *Conn) finishReroll(p *txPath) {
 	p.restart()
 	c.takeNewEntropy(p)
 	p.cc.reset(&c.ep.cfg)
+	p.rttEstimator = rttEstimator{}
+	p.speed = speedOne
 }
 
 // takeNewEntropy gives p a source port no path of this connection used

@@ -41,6 +41,9 @@ type txPath struct {
 	mask  uint32
 	inUse int // slots between una and next not yet acknowledged
 	cc    pathCC
+	// speed is speedOne·minRTT/srtt (1..speedOne): the spraying weight
+	// of the path's RTT, updated with each RTT sample.
+	speed int
 	// Every transmission on a path carries a distinct, increasing stamp
 	// (the send time, nudged forward by 1 ns when two would tie), and the
 	// receiver echoes the newest stamp it has received. So an echo names
@@ -73,7 +76,7 @@ func newTxPath(id PathID, entropy Entropy, plane PlaneID, window int) txPath {
 	for n < window+1 {
 		n <<= 1
 	}
-	return txPath{id: id, entropy: entropy, plane: plane, cc: pathCC{cwnd: float64(window)}, mask: uint32(n - 1)}
+	return txPath{id: id, entropy: entropy, plane: plane, cc: pathCC{cwnd: float64(window)}, mask: uint32(n - 1), speed: speedOne}
 }
 
 // ringLen is the size of the slot ring (allocated on first send, so a

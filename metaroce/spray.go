@@ -4,15 +4,21 @@ package metaroce
 // the spraying policy; the congestion-control work replaces its weights
 // with live telemetry (RTT, ECN, utilisation).
 //
-// The current policy is smooth weighted round robin with each path's
-// weight equal to its free window: deterministic (no random numbers, so
-// simulations repeat exactly), it interleaves paths packet by packet and
-// sends more where there is more room.
+// The policy is smooth weighted round robin, each path weighted by its
+// free window scaled by how fast it is (txPath.speed: the connection's
+// smallest RTT over the path's smoothed RTT): deterministic (no random
+// numbers, so simulations repeat exactly), it interleaves paths packet by
+// packet, sends more where there is more room, and less down a path whose
+// RTT has risen (a queue on its route, a slow link) before ECN marks or
+// losses have cut its window.
 type PathPicker struct {
 	credit []int
 }
 
 func (pp *PathPicker) reset(n int) { pp.credit = make([]int, n) }
+
+// speedOne is the speed of a path as fast as the connection's fastest.
+const speedOne = 256
 
 // anyPlane asks pick for a path on whatever plane.
 const anyPlane = -1
@@ -29,6 +35,7 @@ func (pp *PathPicker) pick(paths []txPath, plane int) int {
 		if r <= 0 {
 			continue
 		}
+		r = max(1, r*paths[i].speed/speedOne)
 		total += r
 		pp.credit[i] += r
 		if best < 0 || pp.credit[i] > pp.credit[best] {

@@ -307,7 +307,7 @@ func (w *mrWorld) Delivered(ref ConnRef) uint64 {
 
 func (w *mrWorld) Counters() []Field {
 	var sum mr.ConnCounters
-	var rto, probes uint64
+	var rto, probes, restores uint64
 	add := func(c *mr.Conn) {
 		if c == nil {
 			return
@@ -318,6 +318,7 @@ func (w *mrWorld) Counters() []Field {
 		sum.Retransmits += k.Retransmits
 		sum.SackGaps += k.SackGaps
 		sum.PathFailures += k.PathFailures
+		sum.PathRerolls += k.PathRerolls
 		sum.AcksSent += k.AcksSent
 		sum.ECNEchoes += k.ECNEchoes
 		sum.RNRNaksSent += k.RNRNaksSent
@@ -326,6 +327,7 @@ func (w *mrWorld) Counters() []Field {
 			pc := c.PathCounters(mr.PathID(i))
 			rto += pc.RetransmitTimeout
 			probes += pc.Probes
+			restores += pc.Restores
 		}
 	}
 	for i := range w.conns {
@@ -336,6 +338,7 @@ func (w *mrWorld) Counters() []Field {
 		{"data_packets", sum.DataPacketsSent}, {"data_resent", sum.DataResent},
 		{"retransmits", sum.Retransmits}, {"sack_gaps", sum.SackGaps},
 		{"rto_resends", rto}, {"tail_probes", probes}, {"path_failures", sum.PathFailures},
+		{"path_restores", restores}, {"path_rerolls", sum.PathRerolls},
 		{"acks", sum.AcksSent}, {"ecn_echoes", sum.ECNEchoes}, {"rnr_naks", sum.RNRNaksSent},
 		{"duplicates", sum.Duplicates},
 	}
