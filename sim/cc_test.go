@@ -109,3 +109,20 @@ func TestPlaneScalingLinear(t *testing.T) {
 	require.Contains(t, by, 2.0)
 	require.GreaterOrEqual(t, by[2], 0.95*2*by[1])
 }
+
+// Plane failure and return: once the plane is back, the failed paths are
+// re-probed, restored and used again, and goodput returns to what four
+// planes carry.
+func TestPlaneReturnsAfterFailure(t *testing.T) {
+	sets := append([]string{}, smallExperiments["plane-failure.yaml"]...)
+	sets = append(sets, "duration=3ms", "failures.0.recover=1200us", "transports=[metaroce]")
+	e, err := Load("../configs/experiments/plane-failure.yaml", sets)
+	require.NoError(t, err)
+	res, err := e.Execute(Options{})
+	require.NoError(t, err)
+	r := rowsOf(res, "metaroce")[0]
+	before := mustFloat(t, r, "before_gbps")
+	require.GreaterOrEqual(t, mustFloat(t, r, "recovered_gbps"), 0.9*before)
+	require.Greater(t, mustFloat(t, r, "path_restores"), 0.0)
+	require.Zero(t, mustFloat(t, r, "failed_wrs"))
+}

@@ -171,4 +171,10 @@ func failureFigures(s *Sim, r *runResult, m *meter) {
 		recover70 = float64(m.binStart(i)-at) / float64(s.baseRTT)
 	}
 	r.add("recover70_rtts", recover70)
+	// When the plane (or link) comes back: the rate over the second half
+	// of the time after its return, which the transport reaches only by
+	// re-probing its failed paths and using them again.
+	if rt := f.Recover.T(); !f.Recover.Never() && rt < s.now {
+		r.add("recovered_gbps", m.avg(rt+(s.now-rt)/2, s.now))
+	}
 }

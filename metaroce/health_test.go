@@ -1,0 +1,137 @@
+package metaroce
+
+import (
+	"testing"
+	"time"
+)
+
+// testConn returns an established connection with n paths on one
+// endpoint, for white-box tests of path health.
+func testConn(t *testing.T, n int) *Conn {
+	t.Helper()
+	ep, err := NewEndpoint(Config{Node: 1, Incarnation: 1, Paths: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ep.newConn(PeerHandle(1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.establish(0, &ConnectBody{Node: 2, Paths: uint16(n), MTU: 4096, Streams: 16, Planes: 1})
+	return c
+}
+
+// A path marked far more than its siblings, round after round, drains and
+// takes a new entropy under a new generation; one marked like its siblings
+// (a congested receiver, not an unlucky route) keeps its entropy.
+func TestRerollPersistentlyCongestedPath(t *testing.T) {
+	c := testConn(t, 4)
+	cfg := &c.ep.cfg
+	for i := range c.tx {
+		c.tx[i].cc.alpha = 0.6
+	}
+	for r := 0; r < 3*cfg.RerollRounds; r++ {
+		c.checkReroll(&c.tx[2])
+	}
+	if c.tx[2].rerolling {
+		t.Fatalf("re-rolled a path marked like all its siblings")
+	}
+	for i := range c.tx {
+		c.tx[i].cc.alpha = 0.05
+	}
+	p := &c.tx[2]
+	p.cc.alpha = 0.8
+	old, gen := p.entropy, p.gen
+	for r := 0; r < cfg.RerollRounds-1; r++ {
+		c.checkReroll(p)
+	}
+	if p.rerolling {
+		t.Fatalf("re-rolled after %d rounds, want %d", cfg.RerollRounds-1, cfg.RerollRounds)
+	}
+	c.checkReroll(p)
+	if !p.rerolling || p.room() != 0 {
+		t.Fatalf("not draining after %d hot rounds (room %d)", cfg.RerollRounds, p.room())
+	}
+	p.inUse = 1
+	c.finishReroll(p)
+	if p.entropy != old {
+		t.Fatalf("re-rolled with a packet still outstanding")
+	}
+	p.inUse = 0
+	c.finishReroll(p)
+	if p.entropy == old || p.gen != gen+1 || p.rerolling || p.c.Rerolls != 1 || c.c.PathRerolls != 1 {
+		t.Fatalf("after re-roll: entropy %d (was %d) gen %d (was %d) rerolling %v counters %d/%d",
+			p.entropy, old, p.gen, gen, p.rerolling, p.c.Rerolls, c.c.PathRerolls)
+	}
+	if p.cc.alpha != 0 || p.room() == 0 {
+		t.Fatalf("re-rolled path starts congested: alpha %.2f room %d", p.cc.alpha, p.room())
+	}
+	for i := range c.tx {
+		if i != 2 && c.tx[i].entropy == p.entropy {
+			t.Fatalf("new entropy %d collides with path %d", p.entropy, i)
+		}
+	}
+}
+
+// A failed path is probed after PathReprobe; the probe's ACK brings it
+// back with a fresh window. Probes that go unanswered stay outstanding in
+// the same generation, so a late ACK still counts, and the back-off grows.
+func TestFailedPathProbedAndRestored(t *testing.T) {
+	c := testConn(t, 4)
+	cfg := &c.ep.cfg
+	p := &c.tx[1]
+	now := Time(time.Millisecond)
+	c.failPath(now, p)
+	if !p.failed || p.room() != 0 || c.healthyPaths() != 3 {
+		t.Fatalf("failed path still usable")
+	}
+	gen := p.gen
+	at := p.reprobeAt
+	if at != now.Add(cfg.PathReprobe) {
+		t.Fatalf("first probe at %v, want after PathReprobe", at.Sub(now))
+	}
+	buf := make([]byte, c.ep.MaxPacketLen())
+	c.onTimer(at)
+	if _, ok := c.produce(at, buf); !ok {
+		t.Fatalf("no probe sent")
+	}
+	// Unanswered: a second probe later, same generation, longer wait.
+	c.onTimer(p.reprobeAt)
+	if p.gen != gen || p.inUse != 2 {
+		t.Fatalf("second probe: gen %d (want %d), outstanding %d (want 2)", p.gen, gen, p.inUse)
+	}
+	if _, ok := c.produce(p.reprobeAt, buf); !ok {
+		t.Fatalf("no second probe sent")
+	}
+	// The first probe's ACK arrives late: the path is back.
+	late := p.reprobeAt + Time(time.Microsecond)
+	c.onAckBlock(late, &AckBlock{Path: 1, PathGen: gen, Cum: 1, TSEcho: at})
+	if p.failed || p.c.Restores != 1 || p.cc.window() != cfg.PathWindow {
+		t.Fatalf("not restored by a late probe ACK: failed %v restores %d window %d", p.failed, p.c.Restores, p.cc.window())
+	}
+}
+
+// Loss far above the siblings', with no marks, fails a path; the same loss
+// on every path (a lossy fabric) fails none.
+func TestLossyPathJudgedFailed(t *testing.T) {
+	c := testConn(t, 4)
+	now := Time(time.Millisecond)
+	for i := range c.tx {
+		c.tx[i].cc.loss = 0.45
+	}
+	for i := range c.tx {
+		c.onLoss(now, &c.tx[i])
+	}
+	if c.healthyPaths() != 4 {
+		t.Fatalf("uniform loss failed %d paths", 4-c.healthyPaths())
+	}
+	for i := range c.tx {
+		c.tx[i].cc.loss = 0.01
+	}
+	p := &c.tx[3]
+	p.cc.loss = 0.45
+	c.onLoss(now, p)
+	if !p.failed {
+		t.Fatalf("a path losing 45%% beside clean siblings was not failed")
+	}
+}
