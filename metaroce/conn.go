@@ -97,7 +97,7 @@ type Conn struct {
 	lastRx        Time
 	lastKeepalive Time
 	retryAt       Time // next CONNECT or CLOSE attempt
-	connectSentAt Time // the last CONNECT: its ACCEPT gives the first RTT sample
+	connectSentAt Time // the last CONNECT or ACCEPT sent: the answer gives a first RTT sample
 	tries         int
 
 	timer   queue.Timer // deadline and position in Endpoint.timers

@@ -51,6 +51,16 @@ func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
 		return
 	}
 	c.lastRx = now
+	if !c.outbound && c.connectSentAt != 0 {
+		// The acceptor's first RTT estimate: from its ACCEPT to the
+		// first packet of the established connection. The peer may have
+		// waited before sending, so this can only overstate the RTT; it
+		// is capped at InitialRTO, which it replaces. Without it, an
+		// acceptor whose first data packets are lost (it has sent nothing
+		// before, so has no RTT sample) would wait InitialRTO.
+		c.rtt.sample(min(now.Sub(c.connectSentAt), c.ep.cfg.InitialRTO))
+		c.connectSentAt = 0
+	}
 	c.c.RxPackets++
 	c.c.RxBytes += uint64(HeaderLen + len(body) + CRCLen)
 	if c.state == connClosing {
@@ -177,10 +187,7 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 		p.sample(now.Sub(b.TSEcho))
 		c.rtt.sample(now.Sub(b.TSEcho))
 		c.limit.sample(now.Sub(b.TSEcho))
-		p.speed = speedOne
-		if p.srtt > c.limit.minRTT && c.limit.minRTT > 0 {
-			p.speed = max(1, int(int64(speedOne)*int64(c.limit.minRTT)/int64(p.srtt)))
-		}
+		c.updateSpeed(p)
 	}
 	if p.cc.onAck(&c.ep.cfg, now, acked, marked, c.pathSRTT(p)) {
 		c.checkReroll(p)

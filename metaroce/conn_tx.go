@@ -87,8 +87,8 @@ func (c *Conn) buildCtrl(now Time, buf []byte, p ctrlPkt) (TxMeta, bool) {
 	case OpConnect, OpAccept:
 		if p.op == OpConnect {
 			h.DstConn = 0
-			c.connectSentAt = now
 		}
+		c.connectSentAt = now
 		cfg := &c.ep.cfg
 		b := ConnectBody{Node: cfg.Node, Paths: uint16(cfg.Paths), MTU: uint16(cfg.MTU),
 			Streams: uint16(min(cfg.Streams, 65535)), Planes: uint8(cfg.Planes)}

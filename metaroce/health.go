@@ -1,6 +1,9 @@
 package metaroce
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Path health tells congestion from failure.
 //
@@ -84,10 +87,35 @@ func (c *Conn) starved() bool {
 	return c.active.Len() == 0 && c.jobs.Len() == 0 && c.moved.Len() == 0
 }
 
-// slow reports whether p's RTT is well above the connection's (a degraded
-// link or a deep queue on its route alone).
+// capBlocked reports whether new data waits only because the in-flight
+// cap is reached.
+func (c *Conn) capBlocked(now Time) bool {
+	return (c.active.Len() > 0 || c.jobs.Len() > 0) && c.limit.blockedUntil(&c.ep.cfg, now, c.resend.Len()) == Never
+}
+
+// slow reports whether p's RTT is well above its siblings' (a degraded
+// link or a deep queue on its route alone): three times their median, and
+// by more than MinRTO (less than that, the path's own timer is quick
+// enough). It runs only at a timeout.
 func (c *Conn) slow(p *txPath) bool {
-	return p.hasRTT && c.rtt.hasRTT && p.srtt > 3*c.rtt.srtt
+	if !p.hasRTT {
+		return false
+	}
+	// Against the median of the other paths' RTTs: one slow route
+	// among many, not a queue every path shares (which slows all alike).
+	var buf [MaxPaths]time.Duration
+	rtts := buf[:0]
+	for i := range c.tx {
+		if q := &c.tx[i]; q != p && q.hasRTT && !q.failed {
+			rtts = append(rtts, q.srtt)
+		}
+	}
+	if len(rtts) == 0 {
+		return false
+	}
+	slices.Sort(rtts)
+	med := rtts[len(rtts)/2]
+	return p.srtt > 3*med && p.srtt-med > c.ep.cfg.MinRTO
 }
 
 // pathRTO is the tail-loss timeout of p. While the connection is starved,
@@ -129,7 +157,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 			c.failPath(now, p)
 			return
 		}
-		if (stalled && p.cc.loss < suddenLoss) || (c.starved() && c.slow(p)) {
+		if (stalled && p.cc.loss < suddenLoss) || (c.starved() && c.slow(p)) || c.capBlocked(now) {
 			// ACKs stalled on this path alone, with no sign of
 			// congestion: what it holds is lost (a tail loss) or the path
 			// is dead. Either way those packets go out on healthy paths
@@ -138,11 +166,21 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 			// row judge it failed. A connection with nothing else to
 			// send does the same for a path much slower than the others:
 			// the copies cost little while the other paths idle, and the
-			// application is waiting on exactly these packets.
+			// application is waiting on exactly these packets. So does one
+			// whose in-flight cap holds new data behind this path's
+			// packets (a new connection's first packet, lost): nothing
+			// else can move it.
 			c.moveOutstanding(p)
+			// Suspect until the probe is answered: one packet at most.
+			p.cc.onTimeout(cfg)
 		}
 	}
-	p.cc.onTimeout(cfg)
+	if c.congested(now, p) {
+		// Nothing got through a congested path for an RTO: as little
+		// as possible goes into that queue until it drains. (A timeout
+		// without congestion is a loss, not a reason to slow down.)
+		p.cc.onTimeout(cfg)
+	}
 	span := int(p.una.Distance(p.next))
 	if span < SackBits && span < p.ringLen()-1 {
 		c.sendNop(now, p, false)

@@ -41,8 +41,8 @@ type txPath struct {
 	mask  uint32
 	inUse int // slots between una and next not yet acknowledged
 	cc    pathCC
-	// speed is speedOne·minRTT/srtt (1..speedOne): the spraying weight
-	// of the path's RTT, updated with each RTT sample.
+	// speed is speedOne·(fastest path's srtt)/srtt (1..speedOne): the
+	// spraying weight of the path's RTT, updated with each RTT sample.
 	speed int
 	// Every transmission on a path carries a distinct, increasing stamp
 	// (the send time, nudged forward by 1 ns when two would tie), and the

@@ -5,8 +5,8 @@ package metaroce
 // with live telemetry (RTT, ECN, utilisation).
 //
 // The policy is smooth weighted round robin, each path weighted by its
-// free window scaled by how fast it is (txPath.speed: the connection's
-// smallest RTT over the path's smoothed RTT): deterministic (no random
+// free window scaled by how fast it is (txPath.speed: the smoothed RTT of
+// the connection's fastest path over the path's own): deterministic (no random
 // numbers, so simulations repeat exactly), it interleaves paths packet by
 // packet, sends more where there is more room, and less down a path whose
 // RTT has risen (a queue on its route, a slow link) before ECN marks or
@@ -46,4 +46,20 @@ func (pp *PathPicker) pick(paths []txPath, plane int) int {
 		pp.credit[best] -= total
 	}
 	return best
+}
+
+// updateSpeed sets p's spraying speed after an RTT sample: relative to the
+// connection's fastest path now, not to the smallest RTT ever seen, so a
+// queue that slows every path alike (the receiver's port) changes nothing.
+func (c *Conn) updateSpeed(p *txPath) {
+	fastest := p.srtt
+	for i := range c.tx {
+		if q := &c.tx[i]; q.hasRTT && !q.failed && q.srtt < fastest {
+			fastest = q.srtt
+		}
+	}
+	p.speed = speedOne
+	if p.srtt > fastest && fastest > 0 {
+		p.speed = max(1, int(int64(speedOne)*int64(fastest)/int64(p.srtt)))
+	}
 }

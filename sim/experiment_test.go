@@ -12,7 +12,7 @@ import (
 // Test-sized versions of the experiment files: the same files, cut
 // down with --set so that the suite stays fast on two cores.
 var smallExperiments = map[string][]string{
-	"loss-sweep.yaml": {"duration=600us", "warmup=100us", "sweep.loss.rate=[0, 0.01, 0.1]"},
+	"loss-sweep.yaml": {"duration=1ms", "warmup=300us", "sweep.loss.rate=[0, 0.01, 0.1]"},
 	"incast.yaml":     {"duration=400us", "warmup=100us", "sweep.workload.senders=[8, 32]"},
 	"plane-failure.yaml": {"duration=1ms", "warmup=100us", "failures.0.at=400us",
 		"topology.leaves=2", "workload.connections=8"},
