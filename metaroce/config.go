@@ -52,7 +52,7 @@ type Config struct {
 	// HintUtilization is the fraction of LinkRateBps the shares of two or
 	// more senders add up to ((0, 1]), leaving headroom for framing and
 	// for packets of independent senders arriving together (a lone sender
-	// gets the whole link). Default 0.95.
+	// gets the whole link). Default 0.97.
 	HintUtilization float64
 	// HintInterval is the shortest interval over which the receiver
 	// measures each sender's rate (it is stretched so that a sender at its
@@ -158,7 +158,7 @@ func (c Config) Defaults() Config {
 		}
 	}
 	setFloat(&c.ECNGain, 1.0/16)
-	setFloat(&c.HintUtilization, 0.95)
+	setFloat(&c.HintUtilization, 0.97)
 	setDur(&c.HintInterval, 16*time.Microsecond)
 	setFloat(&c.InflightRTTs, 4)
 	setFloat(&c.PathLossFail, 0.4)
