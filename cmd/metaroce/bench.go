@@ -295,7 +295,7 @@ func printBenchTable(w io.Writer, b profile.Bench, pts []benchPoint, cells [][]b
 			}
 			row += fmt.Sprintf("%.3f%s\t%d\t", c.goodputGbps(), mark, c.resent)
 		}
-		if len(b.Transports) == 2 && len(cells[i]) == 2 && cells[i][1].goodputGbps() > 0 {
+		if len(b.Transports) == 2 && len(cells[i]) == 2 && cells[i][0].err == nil && cells[i][1].err == nil && cells[i][1].goodputGbps() > 0 {
 			row += fmt.Sprintf("%.2fx\t", cells[i][0].goodputGbps()/cells[i][1].goodputGbps())
 		} else if len(b.Transports) == 2 {
 			row += "-\t"
