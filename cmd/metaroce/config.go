@@ -90,6 +90,8 @@ func loadConfig(cf configFlags, flags *pflag.FlagSet) (profile.Config, string, e
 			return cfg, name, cfgErr("metaroce: %s: key %s: %v", name, k, err)
 		}
 	}
+	// origin names where a key's value came from when not the file.
+	origin := map[string]string{}
 	// Environment: every key has its variable.
 	for k, f := range fields {
 		env := "METAROCE_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))
@@ -97,6 +99,7 @@ func loadConfig(cf configFlags, flags *pflag.FlagSet) (profile.Config, string, e
 			if err := profile.Set(f, val); err != nil {
 				return cfg, name, cfgErr("metaroce: %s (key %s, profile %s): %v", env, k, name, err)
 			}
+			origin[k] = env
 		}
 	}
 	for _, s := range cf.sets {
@@ -109,6 +112,7 @@ func loadConfig(cf configFlags, flags *pflag.FlagSet) (profile.Config, string, e
 		if err := profile.Set(f, val); err != nil {
 			return cfg, name, cfgErr("metaroce: --set %s (key %s, profile %s): %v", s, k, name, err)
 		}
+		origin[k] = "--set"
 	}
 	if flags != nil {
 		for fl, k := range flagKeys {
@@ -119,12 +123,17 @@ func loadConfig(cf configFlags, flags *pflag.FlagSet) (profile.Config, string, e
 			if err := profile.Set(fields[k], pf.Value.String()); err != nil {
 				return cfg, name, cfgErr("metaroce: --%s (key %s, profile %s): %v", fl, k, name, err)
 			}
+			origin[k] = "--" + fl
 		}
 	}
 	if err := cfg.Validate(); err != nil {
 		var fe *profile.FieldError
 		if errors.As(err, &fe) {
-			return cfg, name, cfgErr("metaroce: %s: key %s: %s", name, fe.Key, fe.Msg)
+			from := ""
+			if o := origin[fe.Key]; o != "" {
+				from = " (from " + o + ")"
+			}
+			return cfg, name, cfgErr("metaroce: %s: key %s%s: %s", name, fe.Key, from, fe.Msg)
 		}
 		return cfg, name, cfgErr("metaroce: %s: %v", name, err)
 	}
