@@ -176,6 +176,7 @@ points:
 	if cerr := closeCapture(); cerr != nil && runErr == nil {
 		runErr = cerr
 	}
+	printPerfTables(stdout, cfg, b, pts, cells)
 	printBenchTable(stdout, b, pts, cells)
 	if file, err := writeBenchPlot(b, pts, cells); err != nil {
 		if runErr == nil {
@@ -304,4 +305,34 @@ func printBenchTable(w io.Writer, b profile.Bench, pts []benchPoint, cells [][]b
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "Gb/s: goodput (payload of completed messages over the run, 10^9 bit/s); resent: data packets sent again, both ends; * partial")
+}
+
+// printPerfTables prints, per transport, the perftest table of every point
+// (Gb/sec, as perftest --report_gbits), so a run reads like perftest's.
+func printPerfTables(w io.Writer, cfg profile.Config, b profile.Bench, pts []benchPoint, cells [][]benchCell) {
+	for j, t := range b.Transports {
+		fmt.Fprintln(w, resultLine)
+		fmt.Fprintf(w, "                    %s (%s, backend %s)\n", testTitle[b.Test], t, cfg.Backend)
+		fmt.Fprintln(w, resultLine)
+		fmt.Fprintln(w, resultFmtG+"   loss   paths")
+		for i, pt := range pts {
+			if j >= len(cells[i]) {
+				continue
+			}
+			c := cells[i][j]
+			if c.err != nil && !c.res.Partial {
+				fmt.Fprintf(w, " %-7d    failed: %v\n", pt.Size, c.err)
+				continue
+			}
+			r := c.res
+			paths := pt.Paths
+			if t == string(profile.TransportRoCEv2) {
+				paths = 1 // a RoCEv2 QP has one UDP source port
+			}
+			fmt.Fprintf(w, reportFmt+"   %-5s  %d\n", r.Size, r.Iters, bwUnit(r.BWPeak, true), bwUnit(r.BWAvg, true), r.MsgRate/1e6,
+				fmt.Sprintf("%g%%", pt.Loss*100), paths)
+		}
+		fmt.Fprintln(w, resultLine)
+	}
+	fmt.Fprintln(w)
 }

@@ -34,7 +34,7 @@ func writeBenchPlot(b profile.Bench, pts []benchPoint, cells [][]benchCell) (str
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: goodput, metaroce vs rocev2", b.Test)
 	p.X.Label.Text, p.Y.Label.Text = xl, "goodput [Gb/s]"
-	p.Legend.Top = true
+	p.Legend.Left = true // bottom left: the lines run along the top
 	var args []any
 	for j, t := range b.Transports {
 		series := map[string]plotter.XYs{}

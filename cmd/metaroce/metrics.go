@@ -61,9 +61,6 @@ func (m *metricsServer) watch(n *node, name string) {
 	n.sampler()
 }
 
-// unwatch takes a final sample and stops sampling (the node is closing).
-func (m *metricsServer) unwatch() {}
-
 func (m *metricsServer) close() { _ = m.srv.Close() }
 
 func backendSnapshot(s *udp.Stats) metrics.Backend {

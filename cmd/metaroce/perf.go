@@ -213,9 +213,6 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 		results, n, local, remote, runErr = perfClient(cfg, p, host, port, stop, newProgress(stderr, progressOn(o.progress, stderr)), hook)
 	}
 	if n != nil {
-		if met != nil {
-			met.unwatch()
-		}
 		n.close()
 	}
 	if cerr := closeCapture(); cerr != nil && runErr == nil {
