@@ -93,8 +93,10 @@ type node struct {
 	mPD  *mr.ProtectionDomain
 	rPD  *rocev2.ProtectionDomain
 	peer mr.PeerHandle
-	slot int // bytes of each QP's slot in mem (the largest message)
-	wcs  []mr.WorkCompletion
+	// peerAddr is the peer's data-path address, for the banner.
+	peerAddr string
+	slot     int // bytes of each QP's slot in mem (the largest message)
+	wcs      []mr.WorkCompletion
 	// sampler, when set, copies the counters for the metrics endpoint;
 	// step calls it every 100 ms, on the node's goroutine.
 	sampler    func()

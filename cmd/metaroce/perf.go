@@ -313,10 +313,7 @@ func perfClient(cfg profile.Config, p perfParams, host string, port int, stop fu
 	res, n, err := runClient(cfg, p, c, ip, stop, prog, hook)
 	local, remote := "", ""
 	if n != nil {
-		local = n.be.LocalAddr().String()
-		for h := 0; h < 1; h++ {
-			remote = fmt.Sprint(netip.AddrFrom4(n.be.PeerIP(n.peer)))
-		}
+		local, remote = n.be.LocalAddr().String(), n.peerAddr
 	}
 	return res, n, local, remote, err
 }

@@ -65,6 +65,7 @@ func runClient(cfg profile.Config, p perfParams, c ctrl, ip netip.Addr, stop fun
 	if n.peer, err = n.be.AddPeer(addr); err != nil {
 		return nil, n, err
 	}
+	n.peerAddr = addr.String()
 	if err := n.connect(false, p.QPs, time.Now().Add(setupTimeout), stop); err != nil {
 		return nil, n, err
 	}
