@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -167,6 +168,12 @@ points:
 			}
 			cell := benchRun(cfg, profile.Transport(tr), pt, sip, cip, stop, capture, met)
 			cells[i] = append(cells[i], cell)
+			var wf *wrFailure
+			if errors.As(cell.err, &wf) {
+				// The transport gave up (a result): on to the next point.
+				fmt.Fprintf(stderr, "metaroce: %v\n", cell.err)
+				continue
+			}
 			if cell.err != nil {
 				runErr = cell.err
 				break points
@@ -291,7 +298,7 @@ func printBenchTable(w io.Writer, b profile.Bench, pts []benchPoint, cells [][]b
 				mark = "*"
 			}
 			if c.err != nil && !c.res.Partial {
-				row += "failed\t-\t"
+				row += "failed\t" + strconv.FormatUint(c.resent, 10) + "\t"
 				continue
 			}
 			row += fmt.Sprintf("%.3f%s\t%d\t", c.goodputGbps(), mark, c.resent)
@@ -304,7 +311,8 @@ func printBenchTable(w io.Writer, b profile.Bench, pts []benchPoint, cells [][]b
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "Gb/s: goodput (payload of completed messages over the run, 10^9 bit/s); resent: data packets sent again, both ends; * partial")
+	fmt.Fprintln(w, "Gb/s: goodput (payload of completed messages over the run, 10^9 bit/s); resent: data packets sent again, both ends;")
+	fmt.Fprintln(w, "failed: a work request completed in error (the transport gave up, e.g. RoCEv2 out of retries); * partial")
 }
 
 // printPerfTables prints, per transport, the perftest table of every point

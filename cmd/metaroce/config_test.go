@@ -52,3 +52,27 @@ func TestDPDKBackendIsAOneLineError(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestPerfParamsValidate(t *testing.T) {
+	ok := perfParams{Test: "write_bw", Transport: profile.TransportMetaroce, Sizes: []int{65536}, Iters: 10, QPs: 1, TxDepth: 128, RxDepth: 512}
+	if err := ok.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, mut := range []func(*perfParams){
+		func(p *perfParams) { p.Test = "atomic_bw" },
+		func(p *perfParams) { p.Transport = "iwarp" },
+		func(p *perfParams) { p.Sizes = nil },
+		func(p *perfParams) { p.Sizes = []int{1 << 30} },
+		func(p *perfParams) { p.QPs = 0 },
+		func(p *perfParams) { p.QPs = 64; p.Sizes = []int{8 << 20} },
+		func(p *perfParams) { p.TxDepth = 0 },
+		func(p *perfParams) { p.Paths = 300 },
+	} {
+		p := ok
+		p.Sizes = append([]int(nil), ok.Sizes...)
+		mut(&p)
+		if p.validate() == nil {
+			t.Errorf("%+v: no error", p)
+		}
+	}
+}

@@ -266,6 +266,10 @@ func perfServer(cfg profile.Config, test string, port int, wait time.Duration, s
 		return nil, nil, p, "", "", errors.New("setup: hello without parameters")
 	}
 	p = *hello.Params
+	if err := p.validate(); err != nil {
+		_ = c.send(ctrlMsg{Type: "error", Err: err.Error()})
+		return nil, nil, p, "", "", fmt.Errorf("setup: client's parameters: %w", err)
+	}
 	if p.Test != test || p.Transport != cfg.Transport {
 		msg := fmt.Sprintf("server runs %s over %s, client asked for %s over %s", test, cfg.Transport, p.Test, p.Transport)
 		_ = c.send(ctrlMsg{Type: "error", Err: msg})

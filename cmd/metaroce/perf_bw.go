@@ -81,6 +81,12 @@ func (r *bwRunner) pump() {
 	}
 }
 
+// wrFailure is a work request that completed in error: a result of the
+// run (RoCEv2 out of retries under loss, say), not a fault of the tool.
+type wrFailure struct{ status mr.Status }
+
+func (e *wrFailure) Error() string { return fmt.Sprintf("work request failed: %v", e.status) }
+
 // onWC takes one of the runner's send-side completions.
 func (r *bwRunner) onWC(wc mr.WorkCompletion) {
 	q := int(wc.WRID >> 32)
@@ -88,7 +94,7 @@ func (r *bwRunner) onWC(wc mr.WorkCompletion) {
 		return
 	}
 	if wc.Status != mr.StatusSuccess && r.err == nil {
-		r.err = fmt.Errorf("work request failed: %v", wc.Status)
+		r.err = &wrFailure{status: wc.Status}
 	}
 	r.outstanding[q]--
 	r.completed++

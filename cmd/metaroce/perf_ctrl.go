@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/metaroce/metaroce/profile"
@@ -31,6 +32,36 @@ type perfParams struct {
 	TxDepth   int               `json:"tx_depth"`
 	RxDepth   int               `json:"rx_depth"`
 	Paths     int               `json:"paths"`
+}
+
+// validate checks a client's parameters before the server acts on them
+// (they come from the network).
+func (p perfParams) validate() error {
+	switch {
+	case !slices.Contains(perfTests, p.Test):
+		return fmt.Errorf("unknown test %q", p.Test)
+	case p.Transport != profile.TransportMetaroce && p.Transport != profile.TransportRoCEv2:
+		return fmt.Errorf("unknown transport %q", p.Transport)
+	case len(p.Sizes) < 1 || len(p.Sizes) > 23:
+		return fmt.Errorf("%d sizes, want 1..23", len(p.Sizes))
+	case p.QPs < 1 || p.QPs > 64:
+		return fmt.Errorf("%d QPs, want 1..64", p.QPs)
+	case p.Iters < 0 || p.Iters > 100000000 || p.Duration < 0 || p.Duration > 24*time.Hour:
+		return fmt.Errorf("iterations %d, duration %v out of range", p.Iters, p.Duration)
+	case p.TxDepth < 1 || p.TxDepth > 15000 || p.RxDepth < 1 || p.RxDepth > 16384:
+		return fmt.Errorf("depths %d/%d out of range", p.TxDepth, p.RxDepth)
+	case p.Paths < 0 || p.Paths > 256:
+		return fmt.Errorf("%d paths, want 0..256", p.Paths)
+	}
+	for _, s := range p.Sizes {
+		if s < 1 || s > 1<<23 {
+			return fmt.Errorf("size %d, want 1..8388608", s)
+		}
+	}
+	if p.maxSize()*p.QPs > 256<<20 {
+		return fmt.Errorf("%d QPs of %d bytes need more than 256 MiB", p.QPs, p.maxSize())
+	}
+	return nil
 }
 
 func (p perfParams) maxSize() int {

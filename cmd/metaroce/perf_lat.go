@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -82,7 +81,7 @@ func (r *latRunner) pump() {
 
 func (r *latRunner) onWC(wc mr.WorkCompletion) {
 	if wc.Status != mr.StatusSuccess && r.err == nil {
-		r.err = fmt.Errorf("work request failed: %v", wc.Status)
+		r.err = &wrFailure{status: wc.Status}
 		return
 	}
 	var pong bool
