@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,11 +22,9 @@ import (
 // calls the sampler) and scrapes read the latest copy; the backend's
 // counters are atomic and read live.
 type metricsServer struct {
-	srv  *http.Server
-	ln   net.Listener
-	col  *metrics.Collector
-	mu   sync.Mutex
-	errc chan error
+	srv *http.Server
+	ln  net.Listener
+	col *metrics.Collector
 }
 
 func startMetrics(addr string, log *zap.Logger) (*metricsServer, error) {
@@ -35,7 +32,7 @@ func startMetrics(addr string, log *zap.Logger) (*metricsServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
-	m := &metricsServer{ln: ln, col: metrics.NewCollector(), errc: make(chan error, 1)}
+	m := &metricsServer{ln: ln, col: metrics.NewCollector()}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m.col)
 	mux := http.NewServeMux()
@@ -43,7 +40,7 @@ func startMetrics(addr string, log *zap.Logger) (*metricsServer, error) {
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.errc <- err
+			log.Sugar().Errorw("metrics endpoint stopped", "addr", ln.Addr().String(), "error", err)
 		}
 	}()
 	log.Sugar().Infow("metrics", "addr", ln.Addr().String())

@@ -11,15 +11,6 @@ import (
 
 const setupTimeout = 15 * time.Second
 
-// session is one end of a perf test after setup: the node and what the
-// peer told us.
-type session struct {
-	n      *node
-	p      perfParams
-	remote regionInfo
-	log    func(format string, args ...any)
-}
-
 // openSession builds this end's backend and node on ip.
 func openSession(cfg profile.Config, p perfParams, ip netip.Addr, server bool) (*node, error) {
 	be, err := openBackend(cfg, p.Transport, ip, transportPort(cfg, p.Transport))

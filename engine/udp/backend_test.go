@@ -24,8 +24,7 @@ func loopbackPair(t testing.TB) (netip.AddrPort, netip.AddrPort) {
 }
 
 type pair struct {
-	b  [2]*Backend
-	mu sync.Mutex
+	b [2]*Backend
 }
 
 func newPair(t testing.TB, ca, cb Config) *pair {
