@@ -28,13 +28,13 @@ type latStats struct {
 	Min, Max, Typical, Avg, Stdev, P99, P999 float64
 }
 
-// plus adds the other direction of a bidirectional run (perftest -b
-// reports the sum).
+// plus adds the other direction of a bidirectional run: perftest -b
+// reports the sum of both directions' bandwidth and message rate; the
+// iterations column stays one side's.
 func (a perfResult) plus(b perfResult) perfResult {
 	a.BWPeak += b.BWPeak
 	a.BWAvg += b.BWAvg
 	a.MsgRate += b.MsgRate
-	a.Iters += b.Iters
 	a.Partial = a.Partial || b.Partial
 	return a
 }

@@ -201,3 +201,32 @@ func TestPerfSIGINTPrintsPartial(t *testing.T) {
 	}
 	t.Logf("stopped %v after SIGINT", time.Since(start))
 }
+
+// TestPerfBidirectional: -b runs the test in both directions and reports
+// the sum, on both ends.
+func TestPerfBidirectional(t *testing.T) {
+	bin := binary.Build(t)
+	env := perfEnv()
+	port := binary.FreePort(t)
+	srvOut, wait := startServer(t, bin, env, port, "read_bw", "-b")
+	cmd := exec.Command(bin, "perf", "read_bw", "127.0.0.1", "-b", "-p", strconv.Itoa(port), "-s", "16384", "-n", "200", "-q", "2")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s\nserver:\n%s", err, out, srvOut)
+	}
+	if !strings.Contains(string(out), "Bidirectional  : ON") {
+		t.Fatalf("banner:\n%s", out)
+	}
+	f := row(t, string(out), bwHeader)
+	if f[0] != "16384" || f[1] != "400" || num(t, f[3]) <= 0 {
+		t.Fatalf("row %q", f)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut)
+	}
+	// Both ends print the same summed figures.
+	if sf := row(t, srvOut.String(), bwHeader); sf[3] != f[3] {
+		t.Fatalf("server %q, client %q", sf, f)
+	}
+}
