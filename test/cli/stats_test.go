@@ -28,17 +28,26 @@ func TestStatsReadsRunningInstance(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
+	done := make(chan struct{})
+	var runErr error
+	go func() { runErr = run.Wait(); close(done) }()
 	var table string
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	// Poll while the bench runs (its one point lasts 3 s after setup).
+poll:
+	for {
 		o, err := exec.Command(bin, "stats", addr, "--paths").CombinedOutput()
 		if err == nil && strings.Contains(string(o), "metaroce_path_tx_packets_total") {
 			table = string(o)
 			break
 		}
+		select {
+		case <-done:
+			break poll
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	if err := <-done; err != nil {
+	<-done
+	if err := runErr; err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
 	if table == "" {
