@@ -15,10 +15,10 @@ PKGS      ?= ./...
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: help deps build test bench fuzz lint demo experiments clean
+.PHONY: help deps build test bench fuzz lint demo demo-mem experiments clean
 
 help:
-	@echo "targets: deps build test bench fuzz lint demo experiments clean"
+	@echo "targets: deps build test bench fuzz lint demo demo-mem experiments clean"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make fuzz FUZZTIME=30s"
 
@@ -56,7 +56,17 @@ lint:
 		echo "notice: staticcheck $(STATICCHECK_VERSION) could not be installed from the module proxy; skipping it"; \
 	fi
 
+# The embedded default profile (configs/loopback-udp.yaml): metaroce
+# against rocev2 over UDP loopback with 0% and 1% injected loss, perftest
+# tables, the side-by-side table and the plot (out/demo-bench.png).
+# Hugepages are reserved for the DPDK backend (best effort; UDP needs none).
 demo: deps build
+	@./scripts/hugepages.sh 512
+	@mkdir -p out
+	./$(BIN) bench --set bench.plot=out/demo-bench.png
+
+# The in-memory lossy-link demo (virtual time, modelled link).
+demo-mem: build
 	./$(BIN) demo
 
 # Every simulator experiment (configs/experiments/*.yaml), full size: a

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/metaroce/metaroce/profile"
+)
+
+var perfTests = []string{"write_bw", "send_bw", "read_bw", "write_lat", "send_lat", "read_lat"}
+
+type perfOpts struct {
+	cf         configFlags
+	size       int
+	iters      int
+	duration   int
+	all        bool
+	qps        int
+	bidir      bool
+	port       int
+	txDepth    int
+	gbits      bool
+	outJSON    bool
+	jsonFile   string
+	pcap       string
+	pcapMax    int
+	progress   string
+	transport  string
+	backend    string
+	loss       float64
+	paths      int
+	mtu        int
+	metrics    string
+	logLevel   string
+	setupLimit time.Duration
+}
+
+func newPerfCmd() *cobra.Command {
+	o := perfOpts{}
+	cmd := &cobra.Command{
+		Use:   "perf TEST [SERVER]",
+		Short: "perftest-style tools: write_bw send_bw read_bw write_lat send_lat read_lat",
+		Long: `perf runs one of perftest's tests over the profile's backend, with perftest's
+flags and output. Start the server without a host, then the client with the
+server's address; the two set up over TCP (port 18515, -p) as perftest does.
+
+  metaroce perf write_bw                         # server
+  metaroce perf write_bw 127.0.0.1 -s 65536 -D 5 # client
+  metaroce perf send_lat --transport rocev2      # the RoCEv2 baseline, server
+  metaroce perf send_lat --transport rocev2 127.0.0.1
+
+Both ends must run the same test and transport. The client prints the
+result; the server prints the same table when the client reports it.`,
+		Args:      cobra.RangeArgs(1, 2),
+		ValidArgs: perfTests,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(perfTests, args[0]) {
+				return &usageError{msg: fmt.Sprintf("perf: unknown test %q (one of %v)", args[0], perfTests)}
+			}
+			host := ""
+			if len(args) == 2 {
+				host = args[1]
+			}
+			return runPerf(cmd, o, args[0], host)
+		},
+	}
+	f := cmd.Flags()
+	o.cf.register(f)
+	f.IntVarP(&o.size, "size", "s", 0, "message size in bytes (default 65536 for BW tests, 2 for latency tests)")
+	f.IntVarP(&o.iters, "iters", "n", 0, "iterations per QP (default 5000 for BW tests, 1000 for latency tests)")
+	f.IntVarP(&o.duration, "duration", "D", 0, "run for this many seconds instead of -n iterations")
+	f.BoolVarP(&o.all, "all", "a", false, "run every size from 2 to 2^23 bytes")
+	f.IntVarP(&o.qps, "qp", "q", 1, "number of queue pairs")
+	f.BoolVarP(&o.bidir, "bidirectional", "b", false, "measure bidirectional bandwidth (BW tests)")
+	f.IntVarP(&o.port, "port", "p", 0, "TCP port of the setup exchange (default perf.tcp_port, 18515)")
+	f.IntVarP(&o.txDepth, "tx-depth", "t", 0, "outstanding work requests per QP (default perf.tx_depth, 128)")
+	f.BoolVar(&o.gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MB/sec")
+	f.BoolVar(&o.outJSON, "out_json", false, "also write the result as JSON (--out_json_file)")
+	f.StringVar(&o.jsonFile, "out_json_file", "perftest_out.json", "file --out_json writes")
+	f.StringVar(&o.pcap, "pcap", "", "write every packet this end sends and receives to this pcap file")
+	f.IntVar(&o.pcapMax, "pcap-max", 100000, "packets --pcap records at most")
+	f.StringVar(&o.progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal), always, never")
+	f.StringVar(&o.transport, "transport", "", "metaroce or rocev2 (default: the profile's transport)")
+	f.StringVar(&o.backend, "backend", "", "udp or dpdk (default: the profile's backend)")
+	f.Float64Var(&o.loss, "loss", 0, "injected receive-path loss, 0..1 (udp.loss)")
+	f.IntVar(&o.paths, "paths", 0, "metaroce paths per connection (metaroce.paths)")
+	f.IntVar(&o.mtu, "mtu", 0, "metaroce payload bytes per packet (metaroce.mtu)")
+	f.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics on host:port (metrics.addr)")
+	f.StringVar(&o.logLevel, "log-level", "", "debug, info, warn, error (log.level)")
+	f.DurationVar(&o.setupLimit, "wait", 0, "server: give up when no client came within this long (0: wait forever)")
+	return cmd
+}
+
+// sigStop returns a stop function that turns true on SIGINT or SIGTERM,
+// and the function that stops listening.
+func sigStop() (func() bool, func()) {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return func() bool { return ctx.Err() != nil }, cancel
+}
+
+func progressOn(mode string, w io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if f, ok := w.(*os.File); ok {
+		return term.IsTerminal(int(f.Fd()))
+	}
+	return false
+}
+
+func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
+	cfg, _, err := loadConfig(o.cf, cmd.Flags())
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	log, err := newLogger(cfg.Log.Level, stderr)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck
+	p := perfParams{Test: test, Transport: cfg.Transport, QPs: o.qps, Bidir: o.bidir, TxDepth: cfg.Perf.TxDepth,
+		RxDepth: cfg.Perf.RxDepth, Paths: cfg.Metaroce.Paths, Duration: time.Duration(o.duration) * time.Second}
+	if o.txDepth > 0 {
+		p.TxDepth = o.txDepth
+	}
+	if p.isLat() {
+		p.TxDepth = 1
+	}
+	if o.qps < 1 || o.qps > 64 {
+		return &usageError{msg: fmt.Sprintf("perf: -q %d: want 1..64", o.qps)}
+	}
+	if o.duration < 0 {
+		return &usageError{msg: "perf: -D must be positive"}
+	}
+	if p.isLat() && (o.qps != 1 || o.bidir) {
+		return &usageError{msg: "perf: latency tests run one QP, one direction (no -q, no -b)"}
+	}
+	switch {
+	case o.all:
+		for s := 2; s <= 1<<23; s *= 2 {
+			p.Sizes = append(p.Sizes, s)
+		}
+	case o.size > 0:
+		p.Sizes = []int{o.size}
+	case p.isLat():
+		p.Sizes = []int{2}
+	default:
+		p.Sizes = []int{65536}
+	}
+	if o.size < 0 || o.size > 1<<23 {
+		return &usageError{msg: fmt.Sprintf("perf: -s %d: want 1..8388608", o.size)}
+	}
+	p.Iters = o.iters
+	if p.Iters == 0 {
+		p.Iters = 5000
+		if p.isLat() {
+			p.Iters = 1000
+		}
+	}
+	port := cfg.Perf.TCPPort
+	if o.port > 0 {
+		port = o.port
+	}
+	stop, release := sigStop()
+	defer release()
+	var met *metricsServer
+	if cfg.Metrics.Addr != "" {
+		if met, err = startMetrics(cfg.Metrics.Addr, log); err != nil {
+			return err
+		}
+		defer met.close()
+	}
+	capture, closeCapture, err := pcapCapture(o.pcap, o.pcapMax)
+	if err != nil {
+		return err
+	}
+	hook := func(n *node) {
+		if capture != nil {
+			capture(n)
+		}
+		if met != nil {
+			met.watch(n, string(p.Transport))
+		}
+	}
+	var (
+		results  []perfResult
+		n        *node
+		runErr   error
+		local    string
+		remote   string
+		isServer = host == ""
+	)
+	if isServer {
+		results, n, p, local, remote, runErr = perfServer(cfg, test, port, o.setupLimit, stop, hook, stdout)
+	} else {
+		results, n, local, remote, runErr = perfClient(cfg, p, host, port, stop, newProgress(stderr, progressOn(o.progress, stderr)), hook)
+	}
+	if n != nil {
+		n.close()
+	}
+	if cerr := closeCapture(); cerr != nil && runErr == nil {
+		runErr = cerr
+	}
+	if len(results) > 0 {
+		printHeader(stdout, p, cfg, o.gbits, local, remote)
+		for _, r := range results {
+			printRow(stdout, p, r, o.gbits)
+		}
+		fmt.Fprintln(stdout, resultLine)
+		if o.outJSON {
+			if err := writeJSON(o.jsonFile, p, cfg, results, o.gbits); err != nil && runErr == nil {
+				runErr = err
+			}
+		}
+	}
+	if runErr != nil && n != nil {
+		st := n.be.Stats()
+		log.Sugar().Infow("backend counters", "tx", st.TxPackets.Load(), "rx", st.RxPackets.Load(),
+			"injected_drops", st.RxInjectedDrops.Load(), "kernel_drops", st.RxKernelDrops.Load())
+	}
+	return runErr
+}
+
+// perfServer waits for one client on the TCP port and serves its test.
+func perfServer(cfg profile.Config, test string, port int, wait time.Duration, stop func() bool, hook func(*node), stdout io.Writer) ([]perfResult, *node, perfParams, string, string, error) {
+	var p perfParams
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+	if err != nil {
+		return nil, nil, p, "", "", fmt.Errorf("setup: listen on TCP port %d: %w", port, err)
+	}
+	defer ln.Close()
+	fmt.Fprintln(stdout, "\n************************************")
+	fmt.Fprintln(stdout, "* Waiting for client to connect... *")
+	fmt.Fprintln(stdout, "************************************")
+	if f, ok := stdout.(*os.File); ok {
+		_ = f.Sync()
+	}
+	conn, err := acceptStoppable(ln.(*net.TCPListener), wait, stop)
+	if err != nil {
+		return nil, nil, p, "", "", err
+	}
+	defer conn.Close()
+	c := newTCPCtrl(conn)
+	hello, err := waitMsg(c, nil, "hello", setupTimeout, stop)
+	if err != nil {
+		return nil, nil, p, "", "", err
+	}
+	if hello.Params == nil {
+		return nil, nil, p, "", "", errors.New("setup: hello without parameters")
+	}
+	p = *hello.Params
+	if err := p.validate(); err != nil {
+		_ = c.send(ctrlMsg{Type: "error", Err: err.Error()})
+		return nil, nil, p, "", "", fmt.Errorf("setup: client's parameters: %w", err)
+	}
+	if p.Test != test || p.Transport != cfg.Transport {
+		msg := fmt.Sprintf("server runs %s over %s, client asked for %s over %s", test, cfg.Transport, p.Test, p.Transport)
+		_ = c.send(ctrlMsg{Type: "error", Err: msg})
+		return nil, nil, p, "", "", errors.New("setup: " + msg)
+	}
+	ip, err := endpointIP(cfg.UDP.ServerIP, conn.LocalAddr())
+	if err != nil {
+		return nil, nil, p, "", "", err
+	}
+	res, n, err := serve(cfg, c, hello, ip, stop, hook)
+	local, remote := "", hello.UDP
+	if n != nil {
+		local = n.be.LocalAddr().String()
+	}
+	return res, n, p, local, remote, err
+}
+
+// perfClient connects to the server and runs the test.
+func perfClient(cfg profile.Config, p perfParams, host string, port int, stop func() bool, prog *progress, hook func(*node)) ([]perfResult, *node, string, string, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	if cfg.UDP.ClientIP != "" {
+		if a, err := netip.ParseAddr(cfg.UDP.ClientIP); err == nil {
+			d.LocalAddr = &net.TCPAddr{IP: a.AsSlice()}
+		}
+	}
+	var conn net.Conn
+	var err error
+	for end := time.Now().Add(5 * time.Second); ; {
+		// Like perftest, retry while the server is still coming up.
+		conn, err = d.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil || time.Now().After(end) || stop() {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, nil, "", "", fmt.Errorf("setup: couldn't connect to %s:%d: %w", host, port, err)
+	}
+	defer conn.Close()
+	ip, err := endpointIP(cfg.UDP.ClientIP, conn.LocalAddr())
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	c := newTCPCtrl(conn)
+	res, n, err := runClient(cfg, p, c, ip, stop, prog, hook)
+	local, remote := "", ""
+	if n != nil {
+		local, remote = n.be.LocalAddr().String(), n.peerAddr
+	}
+	return res, n, local, remote, err
+}
+
+// endpointIP is the profile's address, or the setup connection's.
+func endpointIP(configured string, tcpAddr net.Addr) (netip.Addr, error) {
+	if configured != "" {
+		return netip.ParseAddr(configured)
+	}
+	ap, err := netip.ParseAddrPort(tcpAddr.String())
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	a := ap.Addr().Unmap()
+	if !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("setup connection over %v: the UDP backend needs IPv4", a)
+	}
+	return a, nil
+}
+
+// acceptStoppable accepts one connection, giving up on stop or after wait.
+func acceptStoppable(ln *net.TCPListener, wait time.Duration, stop func() bool) (net.Conn, error) {
+	var end time.Time
+	if wait > 0 {
+		end = time.Now().Add(wait)
+	}
+	for {
+		_ = ln.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		c, err := ln.Accept()
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, err
+		}
+		if stop() {
+			return nil, errInterrupted
+		}
+		if !end.IsZero() && time.Now().After(end) {
+			return nil, fmt.Errorf("setup: no client within %v", wait)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/metaroce/metaroce/profile"
+)
+
+// The setup exchange, perftest-style: the client connects over TCP
+// (perf.tcp_port, 18515 by default) and the two ends trade, as JSON lines,
+// what perftest trades in its ctx_hand_shake: the test parameters, each
+// end's data-path address (perftest: LID/QPN/PSN/GID) and its buffer's
+// address and rkey. The same messages go over Go channels when `bench`
+// runs both ends in one process.
+
+// perfParams is what the client asks for; the server checks it matches
+// its own test.
+type perfParams struct {
+	Test      string            `json:"test"`
+	Transport profile.Transport `json:"transport"`
+	Sizes     []int             `json:"sizes"`
+	Iters     int               `json:"iters"`
+	Duration  time.Duration     `json:"duration"`
+	QPs       int               `json:"qps"`
+	Bidir     bool              `json:"bidir"`
+	TxDepth   int               `json:"tx_depth"`
+	RxDepth   int               `json:"rx_depth"`
+	Paths     int               `json:"paths"`
+}
+
+// validate checks a client's parameters before the server acts on them
+// (they come from the network).
+func (p perfParams) validate() error {
+	switch {
+	case !slices.Contains(perfTests, p.Test):
+		return fmt.Errorf("unknown test %q", p.Test)
+	case p.Transport != profile.TransportMetaroce && p.Transport != profile.TransportRoCEv2:
+		return fmt.Errorf("unknown transport %q", p.Transport)
+	case len(p.Sizes) < 1 || len(p.Sizes) > 23:
+		return fmt.Errorf("%d sizes, want 1..23", len(p.Sizes))
+	case p.QPs < 1 || p.QPs > 64:
+		return fmt.Errorf("%d QPs, want 1..64", p.QPs)
+	case p.Iters < 0 || p.Iters > 100000000 || p.Duration < 0 || p.Duration > 24*time.Hour:
+		return fmt.Errorf("iterations %d, duration %v out of range", p.Iters, p.Duration)
+	case p.TxDepth < 1 || p.TxDepth > 15000 || p.RxDepth < 1 || p.RxDepth > 16384:
+		return fmt.Errorf("depths %d/%d out of range", p.TxDepth, p.RxDepth)
+	case p.Paths < 0 || p.Paths > 256:
+		return fmt.Errorf("%d paths, want 0..256", p.Paths)
+	}
+	for _, s := range p.Sizes {
+		if s < 1 || s > 1<<23 {
+			return fmt.Errorf("size %d, want 1..8388608", s)
+		}
+	}
+	if p.maxSize()*p.QPs > 256<<20 {
+		return fmt.Errorf("%d QPs of %d bytes need more than 256 MiB", p.QPs, p.maxSize())
+	}
+	return nil
+}
+
+func (p perfParams) maxSize() int {
+	m := 0
+	for _, s := range p.Sizes {
+		m = max(m, s)
+	}
+	return m
+}
+
+func (p perfParams) isLat() bool { return len(p.Test) > 4 && p.Test[len(p.Test)-4:] == "_lat" }
+
+type ctrlMsg struct {
+	Type    string       `json:"type"` // hello, welcome, ready, done, error
+	Params  *perfParams  `json:"params,omitempty"`
+	UDP     string       `json:"udp,omitempty"`
+	Mem     *regionInfo  `json:"mem,omitempty"`
+	Results []perfResult `json:"results,omitempty"`
+	Err     string       `json:"error,omitempty"`
+	Version string       `json:"version,omitempty"`
+}
+
+// ctrl is one end of the setup channel. recv never blocks: it returns
+// (msg, true) when one has arrived. gone reports the peer went away.
+type ctrl interface {
+	send(m ctrlMsg) error
+	recv() (ctrlMsg, bool)
+	gone() error
+}
+
+// chanCtrl is the in-process channel (bench).
+type chanCtrl struct {
+	in   <-chan ctrlMsg
+	out  chan<- ctrlMsg
+	done <-chan struct{}
+}
+
+func chanPair() (chanCtrl, chanCtrl) {
+	a, b := make(chan ctrlMsg, 16), make(chan ctrlMsg, 16)
+	d := make(chan struct{})
+	return chanCtrl{in: a, out: b, done: d}, chanCtrl{in: b, out: a, done: d}
+}
+
+func (c chanCtrl) send(m ctrlMsg) error { c.out <- m; return nil }
+func (c chanCtrl) recv() (ctrlMsg, bool) {
+	select {
+	case m := <-c.in:
+		return m, true
+	default:
+		return ctrlMsg{}, false
+	}
+}
+func (c chanCtrl) gone() error { return nil }
+
+// tcpCtrl is the TCP channel: a goroutine decodes lines into a channel.
+type tcpCtrl struct {
+	conn net.Conn
+	enc  *json.Encoder
+	in   chan ctrlMsg
+	err  chan error
+}
+
+func newTCPCtrl(c net.Conn) *tcpCtrl {
+	t := &tcpCtrl{conn: c, enc: json.NewEncoder(c), in: make(chan ctrlMsg, 16), err: make(chan error, 1)}
+	go func() {
+		dec := json.NewDecoder(bufio.NewReader(c))
+		for {
+			var m ctrlMsg
+			if err := dec.Decode(&m); err != nil {
+				t.err <- err
+				close(t.in)
+				return
+			}
+			t.in <- m
+		}
+	}()
+	return t
+}
+
+func (t *tcpCtrl) send(m ctrlMsg) error {
+	_ = t.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return t.enc.Encode(m)
+}
+
+func (t *tcpCtrl) recv() (ctrlMsg, bool) {
+	select {
+	case m, ok := <-t.in:
+		return m, ok
+	default:
+		return ctrlMsg{}, false
+	}
+}
+
+func (t *tcpCtrl) gone() error {
+	select {
+	case err := <-t.err:
+		t.err <- err
+		return fmt.Errorf("setup connection: %w", err)
+	default:
+		return nil
+	}
+}
+
+// waitMsg waits for a message of type want, stepping n (when not nil) so
+// the data path keeps running, until timeout or stop.
+func waitMsg(c ctrl, n *node, want string, timeout time.Duration, stop func() bool) (ctrlMsg, error) {
+	end := time.Now().Add(timeout)
+	for {
+		if m, ok := c.recv(); ok {
+			if m.Type == "error" {
+				return m, errors.New("peer: " + m.Err)
+			}
+			if m.Type != want {
+				return m, fmt.Errorf("setup: got %q, want %q", m.Type, want)
+			}
+			return m, nil
+		}
+		if err := c.gone(); err != nil {
+			return ctrlMsg{}, err
+		}
+		if stop != nil && stop() {
+			return ctrlMsg{}, errInterrupted
+		}
+		if time.Now().After(end) {
+			return ctrlMsg{}, fmt.Errorf("setup: no %q from the peer within %v", want, timeout)
+		}
+		if n != nil {
+			if err := n.step(time.Millisecond); err != nil {
+				return ctrlMsg{}, err
+			}
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/profile"
+)
+
+const setupTimeout = 15 * time.Second
+
+// openSession builds this end's backend and node on ip.
+func openSession(cfg profile.Config, p perfParams, ip netip.Addr, server bool) (*node, error) {
+	be, err := openBackend(cfg, p.Transport, ip, transportPort(cfg, p.Transport))
+	if err != nil {
+		return nil, err
+	}
+	id := mr.NodeID(1)
+	if server {
+		id = 2
+	}
+	slot := p.maxSize()
+	n, err := newNode(cfg, p.Transport, be, server, id, slot*p.QPs, p.Paths, max(p.TxDepth, p.RxDepth)+16)
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	n.slot = slot
+	return n, nil
+}
+
+// runClient is the client side: hello, connect, every size, done.
+// onPartial, when the run is interrupted, still gets what completed.
+func runClient(cfg profile.Config, p perfParams, c ctrl, ip netip.Addr, stop func() bool, prog *progress, capture func(*node)) ([]perfResult, *node, error) {
+	n, err := openSession(cfg, p, ip, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if capture != nil {
+		capture(n)
+	}
+	info := n.mem.info()
+	if err := c.send(ctrlMsg{Type: "hello", Params: &p, UDP: n.be.LocalAddr().String(), Mem: &info, Version: version}); err != nil {
+		return nil, n, err
+	}
+	w, err := waitMsg(c, nil, "welcome", setupTimeout, stop)
+	if err != nil {
+		return nil, n, err
+	}
+	addr, err := netip.ParseAddrPort(w.UDP)
+	if err != nil || w.Mem == nil {
+		return nil, n, fmt.Errorf("setup: bad welcome %+v", w)
+	}
+	if n.peer, err = n.be.AddPeer(addr); err != nil {
+		return nil, n, err
+	}
+	n.peerAddr = addr.String()
+	if err := n.connect(false, p.QPs, time.Now().Add(setupTimeout), stop); err != nil {
+		return nil, n, err
+	}
+	if _, err := waitMsg(c, n, "ready", setupTimeout, stop); err != nil {
+		return nil, n, err
+	}
+	var results []perfResult
+	var runErr error
+	for _, size := range p.Sizes {
+		r := newRunner(n, p, size, *w.Mem)
+		res, err := drive(n, r, stop, prog, p.Test)
+		results = append(results, res)
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	if err := c.send(ctrlMsg{Type: "done", Results: results}); err != nil && runErr == nil {
+		runErr = err
+	}
+	if p.Bidir && runErr == nil {
+		m, err := waitMsg(c, n, "done", 10*time.Minute, stop)
+		if err != nil {
+			return results, n, err
+		}
+		for i := range results {
+			if i < len(m.Results) {
+				results[i] = results[i].plus(m.Results[i])
+			}
+		}
+	}
+	return results, n, runErr
+}
+
+func newRunner(n *node, p perfParams, size int, remote regionInfo) runner {
+	if p.isLat() {
+		return newLatRunner(n, p.Test, size, p.Iters, p.Duration, remote)
+	}
+	return newBWRunner(n, p.Test, size, p.Iters, p.Duration, p.TxDepth, remote, n.slot)
+}
+
+// drive runs r to the end on n. stop (SIGINT) stops posting; what has
+// completed is the partial result.
+func drive(n *node, r runner, stop func() bool, prog *progress, test string) (perfResult, error) {
+	interrupted := false
+	for !r.finished() {
+		if !interrupted && stop != nil && stop() {
+			r.stop()
+			interrupted = true
+		}
+		r.pump()
+		for _, wc := range n.poll() {
+			r.onWC(wc)
+		}
+		if err := r.failure(); err != nil {
+			return r.result(), err
+		}
+		if prog != nil {
+			prog.tick(test, r)
+		}
+		if err := n.step(time.Millisecond); err != nil {
+			return r.result(), err
+		}
+	}
+	res := r.result()
+	res.Partial = interrupted
+	if interrupted {
+		return res, errInterrupted
+	}
+	return res, nil
+}
+
+// serve is the server side after the hello: welcome, accept, post
+// receives, ready, then echo (latency tests), repost receives (SEND
+// tests) and, when bidirectional, run the same test towards the client,
+// until the client's done.
+func serve(cfg profile.Config, c ctrl, hello ctrlMsg, ip netip.Addr, stop func() bool, capture func(*node)) ([]perfResult, *node, error) {
+	p := *hello.Params
+	peerAddr, err := netip.ParseAddrPort(hello.UDP)
+	if err != nil || hello.Mem == nil {
+		return nil, nil, fmt.Errorf("setup: bad hello")
+	}
+	n, err := openSession(cfg, p, ip, true)
+	if err != nil {
+		_ = c.send(ctrlMsg{Type: "error", Err: err.Error()})
+		return nil, nil, err
+	}
+	if capture != nil {
+		capture(n)
+	}
+	if n.peer, err = n.be.AddPeer(peerAddr); err != nil {
+		return nil, n, err
+	}
+	info := n.mem.info()
+	if err := c.send(ctrlMsg{Type: "welcome", UDP: n.be.LocalAddr().String(), Mem: &info}); err != nil {
+		return nil, n, err
+	}
+	if err := n.connect(true, p.QPs, time.Now().Add(setupTimeout), stop); err != nil {
+		return nil, n, err
+	}
+	remote := *hello.Mem
+	usesRecv := p.Test == "send_bw" || p.Test == "send_lat" || p.Test == "write_lat"
+	if usesRecv || (p.Bidir && p.Test == "send_bw") {
+		depth := p.RxDepth
+		if p.isLat() {
+			depth = 4
+		}
+		for q, qp := range n.qps {
+			for i := 0; i < depth; i++ {
+				if err := qp.PostRecv(n.be.Now(), mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+					return nil, n, err
+				}
+			}
+		}
+	}
+	if err := c.send(ctrlMsg{Type: "ready"}); err != nil {
+		return nil, n, err
+	}
+	var (
+		mine    []perfResult
+		runners []runner
+		cur     runner
+		client  *ctrlMsg
+	)
+	if p.Bidir && !p.isLat() {
+		for _, s := range p.Sizes {
+			runners = append(runners, newRunner(n, p, s, remote))
+		}
+	}
+	for {
+		if stop != nil && stop() {
+			return mine, n, errInterrupted
+		}
+		if m, ok := c.recv(); ok {
+			switch m.Type {
+			case "done":
+				client = &m
+			case "error":
+				return mine, n, fmt.Errorf("peer: %s", m.Err)
+			}
+		} else if err := c.gone(); err != nil && client == nil {
+			return mine, n, err
+		}
+		if cur == nil && len(runners) > 0 {
+			cur, runners = runners[0], runners[1:]
+		}
+		if cur != nil {
+			cur.pump()
+		}
+		now := n.be.Now()
+		for _, wc := range n.poll() {
+			q := int(wc.WRID >> 32)
+			switch wc.Opcode {
+			case mr.WCRecv, mr.WCRecvWriteImm:
+				if wc.Status != mr.StatusSuccess {
+					return mine, n, fmt.Errorf("receive failed: %v", wc.Status)
+				}
+				if q >= len(n.qps) {
+					q = 0
+				}
+				qp := n.qps[q]
+				if err := qp.PostRecv(now, mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+					return mine, n, err
+				}
+				switch p.Test {
+				case "send_lat":
+					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRSend, Local: n.mem.sge(0, int(wc.ByteLen))})
+				case "write_lat":
+					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRWriteImm, Local: n.mem.sge(0, int(wc.Imm)),
+						RemoteAddr: remote.Addr, RKey: mr.RKey(remote.RKey), Imm: wc.Imm})
+				}
+				if err != nil {
+					return mine, n, err
+				}
+			default:
+				if wc.WRID>>63 == 1 {
+					if wc.Status != mr.StatusSuccess {
+						return mine, n, fmt.Errorf("echo failed: %v", wc.Status)
+					}
+					continue
+				}
+				if cur != nil {
+					cur.onWC(wc)
+				}
+			}
+		}
+		if cur != nil {
+			if err := cur.failure(); err != nil {
+				return mine, n, err
+			}
+			if cur.finished() {
+				mine = append(mine, cur.result())
+				cur = nil
+			}
+		}
+		if client != nil && cur == nil && len(runners) == 0 {
+			if err := c.send(ctrlMsg{Type: "done", Results: mine}); err != nil {
+				return mine, n, err
+			}
+			res := client.Results
+			for i := range res {
+				if i < len(mine) {
+					res[i] = res[i].plus(mine[i])
+				}
+			}
+			return res, n, nil
+		}
+		if err := n.step(time.Millisecond); err != nil {
+			return mine, n, err
+		}
+	}
+}

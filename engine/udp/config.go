@@ -1,0 +1,65 @@
+package udp
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Config configures a Backend. Zero values take the defaults named.
+type Config struct {
+	// Addr is the local IPv4 address and port packets are received on.
+	// Port 0 lets the kernel choose (tests); LocalAddr reports it.
+	Addr netip.AddrPort
+	// Burst is how many packets one recvmmsg or one Step's send pass
+	// handles at most. Default 32.
+	Burst int
+	// MaxSourcePorts bounds the send sockets (one per source port in
+	// use). A packet whose entropy would need one more is sent from the
+	// socket of the port numerically closest below modulo the bound, and
+	// counted in Stats.PortsShared. Default 256 (metaroce's MaxPaths).
+	MaxSourcePorts int
+	// SocketBuffer is the SO_RCVBUF and SO_SNDBUF asked for, in bytes.
+	// As root the limit net.core.rmem_max is bypassed (SO_RCVBUFFORCE).
+	// Default 4 MiB.
+	SocketBuffer int
+	// DSCP goes in the IP header of every packet sent (0..63).
+	DSCP uint8
+	// Loss is the probability that the receive-path impairment stage
+	// drops an arriving packet before the transport sees it (0..1).
+	Loss float64
+	// Seed seeds the impairment stage.
+	Seed uint64
+}
+
+// withDefaults returns c with zero fields set.
+func (c Config) withDefaults() Config {
+	if c.Burst == 0 {
+		c.Burst = 32
+	}
+	if c.MaxSourcePorts == 0 {
+		c.MaxSourcePorts = 256
+	}
+	if c.SocketBuffer == 0 {
+		c.SocketBuffer = 4 << 20
+	}
+	return c
+}
+
+// validate names the first field out of range.
+func (c Config) validate() error {
+	switch {
+	case !c.Addr.Addr().Is4():
+		return fmt.Errorf("udp: Addr %v is not an IPv4 address", c.Addr)
+	case c.Burst < 1 || c.Burst > 1024:
+		return fmt.Errorf("udp: Burst = %d, want 1..1024", c.Burst)
+	case c.MaxSourcePorts < 1 || c.MaxSourcePorts > 4096:
+		return fmt.Errorf("udp: MaxSourcePorts = %d, want 1..4096", c.MaxSourcePorts)
+	case c.DSCP > 63:
+		return fmt.Errorf("udp: DSCP = %d, want 0..63", c.DSCP)
+	case !(c.Loss >= 0 && c.Loss <= 1):
+		return fmt.Errorf("udp: Loss = %v, want 0..1", c.Loss)
+	case c.SocketBuffer < 0:
+		return fmt.Errorf("udp: SocketBuffer = %d, want >= 0", c.SocketBuffer)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+// Package metrics exposes a running metaroce instance's counters to
+// Prometheus: metaroce_* names, counters ending in _total, base units
+// (bytes, seconds), labels bounded in number (transport: 2 values; conn:
+// at most MaxConns per transport; path: at most MaxPaths per connection).
+//
+// The engine goroutine owns the counters; it hands copies to a Collector
+// (SetConns) and the Collector serves the latest copy to scrapes, so a
+// scrape never races with the data path.
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Label bounds.
+const (
+	MaxConns = 64
+	MaxPaths = 256
+)
+
+// Backend is a copy of the data path's counters.
+type Backend struct {
+	TxPackets, TxBytes, TxErrors                uint64
+	RxPackets, RxBytes, RxCE                    uint64
+	RxInjectedDrops, RxUnknownPeer, RxTruncated uint64
+	RxKernelDrops                               uint64
+}
+
+// Conn is a copy of one connection's (metaroce) or QP's (rocev2) counters.
+type Conn struct {
+	ID                               string
+	TxPackets, TxBytes, RxPackets    uint64
+	RxBytes, DataPackets, DataResent uint64
+	PayloadPlaced, PathFailures      uint64
+	RNRRetries, Messages             uint64
+	MessagesReceived, CRCDrops       uint64
+	Timeouts, Retries                uint64
+	Paths                            []Path
+}
+
+// Path is a copy of one metaroce path's counters and state.
+type Path struct {
+	TxPackets, TxBytes, RxPackets     uint64
+	RetransmitSACK, RetransmitTimeout uint64
+	CEReceived, Failures              uint64
+	SRTT                              time.Duration
+	Failed                            bool
+}
+
+// Collector is a prometheus.Collector over the latest copies.
+type Collector struct {
+	mu       sync.Mutex
+	backends map[string]func() Backend
+	conns    map[string][]Conn
+}
+
+// NewCollector returns an empty collector.
+func NewCollector() *Collector {
+	return &Collector{backends: map[string]func() Backend{}, conns: map[string][]Conn{}}
+}
+
+// SetBackend registers the function that reads a transport's backend
+// counters (they must be safe to read from any goroutine).
+func (c *Collector) SetBackend(transport string, f func() Backend) {
+	c.mu.Lock()
+	c.backends[transport] = f
+	c.mu.Unlock()
+}
+
+// SetConns replaces the copy of a transport's connection counters.
+func (c *Collector) SetConns(transport string, conns []Conn) {
+	if len(conns) > MaxConns {
+		conns = conns[:MaxConns]
+	}
+	c.mu.Lock()
+	c.conns[transport] = conns
+	c.mu.Unlock()
+}
+
+type desc struct {
+	d    *prometheus.Desc
+	kind prometheus.ValueType
+}
+
+func counter(name, help string, labels ...string) desc {
+	return desc{prometheus.NewDesc(name, help, labels, nil), prometheus.CounterValue}
+}
+
+func gauge(name, help string, labels ...string) desc {
+	return desc{prometheus.NewDesc(name, help, labels, nil), prometheus.GaugeValue}
+}
+
+var (
+	bTxPackets = counter("metaroce_backend_tx_packets_total", "Datagrams the backend sent.", "transport")
+	bTxBytes   = counter("metaroce_backend_tx_bytes_total", "UDP payload bytes the backend sent.", "transport")
+	bTxErrors  = counter("metaroce_backend_tx_errors_total", "Datagrams the kernel refused to send.", "transport")
+	bRxPackets = counter("metaroce_backend_rx_packets_total", "Datagrams the backend received.", "transport")
+	bRxBytes   = counter("metaroce_backend_rx_bytes_total", "UDP payload bytes the backend received.", "transport")
+	bRxCE      = counter("metaroce_backend_rx_ce_total", "Datagrams received with ECN Congestion Experienced.", "transport")
+	bRxDrop    = counter("metaroce_backend_rx_dropped_total", "Datagrams received and dropped before the transport, by reason.", "transport", "reason")
+
+	cTx       = counter("metaroce_conn_tx_packets_total", "Packets a connection sent.", "transport", "conn")
+	cTxBytes  = counter("metaroce_conn_tx_bytes_total", "Bytes a connection sent.", "transport", "conn")
+	cRx       = counter("metaroce_conn_rx_packets_total", "Packets a connection accepted.", "transport", "conn")
+	cRxBytes  = counter("metaroce_conn_rx_bytes_total", "Bytes a connection accepted.", "transport", "conn")
+	cData     = counter("metaroce_conn_data_packets_total", "Data packets sent for the first time.", "transport", "conn")
+	cResent   = counter("metaroce_conn_data_resent_total", "Data packets sent again.", "transport", "conn")
+	cPlaced   = counter("metaroce_conn_payload_placed_bytes_total", "Payload bytes placed in memory.", "transport", "conn")
+	cPathFail = counter("metaroce_conn_path_failures_total", "Paths judged failed.", "transport", "conn")
+	cTimeouts = counter("metaroce_conn_timeouts_total", "Local ACK timeouts (rocev2).", "transport", "conn")
+	cRetries  = counter("metaroce_conn_retries_total", "Go-back-N episodes (rocev2).", "transport", "conn")
+	cMsgs     = counter("metaroce_conn_messages_sent_total", "Messages sent (metaroce).", "transport", "conn")
+
+	pTx      = counter("metaroce_path_tx_packets_total", "Sequenced packets a path sent.", "transport", "conn", "path")
+	pTxBytes = counter("metaroce_path_tx_bytes_total", "Payload bytes a path sent.", "transport", "conn", "path")
+	pRx      = counter("metaroce_path_rx_packets_total", "Sequenced packets a path accepted.", "transport", "conn", "path")
+	pRetx    = counter("metaroce_path_retransmits_total", "Packets a path resent, by cause.", "transport", "conn", "path", "cause")
+	pCE      = counter("metaroce_path_ce_received_total", "CE-marked packets received on a path.", "transport", "conn", "path")
+	pFail    = counter("metaroce_path_failures_total", "Times a path was judged failed.", "transport", "conn", "path")
+	pSRTT    = gauge("metaroce_path_srtt_seconds", "A path's smoothed round-trip time.", "transport", "conn", "path")
+	pFailed  = gauge("metaroce_path_failed", "1 while a path is judged failed.", "transport", "conn", "path")
+)
+
+var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, cTx, cTxBytes, cRx, cRxBytes,
+	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range all {
+		ch <- d.d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(d desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d.d, d.kind, v, labels...)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t, f := range c.backends {
+		b := f()
+		emit(bTxPackets, float64(b.TxPackets), t)
+		emit(bTxBytes, float64(b.TxBytes), t)
+		emit(bTxErrors, float64(b.TxErrors), t)
+		emit(bRxPackets, float64(b.RxPackets), t)
+		emit(bRxBytes, float64(b.RxBytes), t)
+		emit(bRxCE, float64(b.RxCE), t)
+		emit(bRxDrop, float64(b.RxInjectedDrops), t, "injected")
+		emit(bRxDrop, float64(b.RxUnknownPeer), t, "unknown_peer")
+		emit(bRxDrop, float64(b.RxTruncated), t, "truncated")
+		emit(bRxDrop, float64(b.RxKernelDrops), t, "socket_buffer")
+	}
+	for t, conns := range c.conns {
+		for _, k := range conns {
+			emit(cTx, float64(k.TxPackets), t, k.ID)
+			emit(cTxBytes, float64(k.TxBytes), t, k.ID)
+			emit(cRx, float64(k.RxPackets), t, k.ID)
+			emit(cRxBytes, float64(k.RxBytes), t, k.ID)
+			emit(cData, float64(k.DataPackets), t, k.ID)
+			emit(cResent, float64(k.DataResent), t, k.ID)
+			emit(cPlaced, float64(k.PayloadPlaced), t, k.ID)
+			emit(cPathFail, float64(k.PathFailures), t, k.ID)
+			emit(cTimeouts, float64(k.Timeouts), t, k.ID)
+			emit(cRetries, float64(k.Retries), t, k.ID)
+			emit(cMsgs, float64(k.Messages), t, k.ID)
+			for i, p := range k.Paths {
+				if i >= MaxPaths {
+					break
+				}
+				ps := strconv.Itoa(i)
+				emit(pTx, float64(p.TxPackets), t, k.ID, ps)
+				emit(pTxBytes, float64(p.TxBytes), t, k.ID, ps)
+				emit(pRx, float64(p.RxPackets), t, k.ID, ps)
+				emit(pRetx, float64(p.RetransmitSACK), t, k.ID, ps, "sack")
+				emit(pRetx, float64(p.RetransmitTimeout), t, k.ID, ps, "timeout")
+				emit(pCE, float64(p.CEReceived), t, k.ID, ps)
+				emit(pFail, float64(p.Failures), t, k.ID, ps)
+				emit(pSRTT, p.SRTT.Seconds(), t, k.ID, ps)
+				f := 0.0
+				if p.Failed {
+					f = 1
+				}
+				emit(pFailed, f, t, k.ID, ps)
+			}
+		}
+	}
+}

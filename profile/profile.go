@@ -1,0 +1,159 @@
+// Package profile is the typed, validated configuration of the metaroce
+// command: one Config, decoded from a YAML profile (configs/*.yaml), the
+// environment and flags by cmd/metaroce, then passed down. It knows nothing
+// of viper: Fields lists every key with a pointer to its field, Set
+// converts one raw value into it, and Validate names the first key out of
+// range, so the command can give a one-line error naming key and file.
+package profile
+
+import (
+	"time"
+)
+
+// Backend is the data path a profile runs on.
+type Backend string
+
+// The backends.
+const (
+	BackendUDP  Backend = "udp"  // kernel UDP sockets (engine/udp), any Linux
+	BackendDPDK Backend = "dpdk" // DPDK poll-mode drivers with hugepages
+)
+
+// Transport is a transport core.
+type Transport string
+
+// The transports.
+const (
+	TransportMetaroce Transport = "metaroce"
+	TransportRoCEv2   Transport = "rocev2"
+)
+
+// Config is a whole profile. The `key` tags are the YAML keys (and, with
+// dots for nesting, the keys of --set, flags and METAROCE_* variables).
+type Config struct {
+	Name      string    `key:"name"`
+	Backend   Backend   `key:"backend"`
+	Transport Transport `key:"transport"`
+	UDP       UDP       `key:"udp"`
+	DPDK      DPDK      `key:"dpdk"`
+	Metaroce  Metaroce  `key:"metaroce"`
+	RoCEv2    RoCEv2    `key:"rocev2"`
+	Perf      Perf      `key:"perf"`
+	Bench     Bench     `key:"bench"`
+	Metrics   Metrics   `key:"metrics"`
+	Log       Log       `key:"log"`
+}
+
+// UDP configures the UDP-socket backend.
+type UDP struct {
+	// ServerIP and ClientIP are the IPv4 addresses the server's and the
+	// client's endpoints use. Empty: the address of the TCP setup
+	// connection at that end (right for two hosts; on one machine give
+	// two loopback addresses, since peers are told apart by address).
+	ServerIP string `key:"server_ip"`
+	ClientIP string `key:"client_ip"`
+	// Port is metaroce's UDP port and RoCEv2Port the RoCEv2 one; 0 lets
+	// the kernel choose (the setup exchange tells the peer).
+	Port       int `key:"port"`
+	RoCEv2Port int `key:"rocev2_port"`
+	// Burst is packets per recvmmsg/sendmmsg.
+	Burst int `key:"burst"`
+	// SocketBuffer is SO_RCVBUF/SO_SNDBUF in bytes.
+	SocketBuffer int `key:"socket_buffer"`
+	// DSCP of every packet sent.
+	DSCP int `key:"dscp"`
+	// Loss is the injected receive-path loss probability (0..1).
+	Loss float64 `key:"loss"`
+	// Seed seeds the loss.
+	Seed int `key:"seed"`
+}
+
+// DPDK configures the DPDK backend (not in this build yet: see README).
+type DPDK struct {
+	EALArgs   []string `key:"eal_args"`
+	Ports     []string `key:"ports"`
+	LocalIP   string   `key:"local_ip"`
+	PeerIP    string   `key:"peer_ip"`
+	PeerMAC   string   `key:"peer_mac"`
+	Queues    int      `key:"queues"`
+	Mbufs     int      `key:"mbufs"`
+	Hugepages int      `key:"hugepages"`
+	Burst     int      `key:"burst"`
+}
+
+// Metaroce holds the metaroce transport's parameters (metaroce.Config).
+type Metaroce struct {
+	Paths       int `key:"paths"`
+	Planes      int `key:"planes"`
+	MTU         int `key:"mtu"`
+	PathWindow  int `key:"path_window"`
+	AckEvery    int `key:"ack_every"`
+	EntropyBase int `key:"entropy_base"`
+}
+
+// RoCEv2 holds the baseline's parameters (rocev2.Config).
+type RoCEv2 struct {
+	MTU            int  `key:"mtu"`
+	AckTimeoutCode int  `key:"ack_timeout_code"`
+	RetryCount     int  `key:"retry_count"`
+	DCQCN          bool `key:"dcqcn"`
+}
+
+// Perf holds what the perftest-style tools take from the profile.
+type Perf struct {
+	TCPPort int `key:"tcp_port"`
+	TxDepth int `key:"tx_depth"`
+	RxDepth int `key:"rx_depth"`
+}
+
+// Bench is what `metaroce bench` runs and sweeps.
+type Bench struct {
+	// Test is one of the perf tests: write_bw, send_bw, read_bw.
+	Test string `key:"test"`
+	// Duration of each point (0: Iterations instead).
+	Duration time.Duration `key:"duration"`
+	// Iterations per QP of each point.
+	Iterations int `key:"iterations"`
+	// Transports compared, in order.
+	Transports []string `key:"transports"`
+	Sweep      Sweep    `key:"sweep"`
+	// Plot is the PNG written (relative to the working directory).
+	Plot string `key:"plot"`
+}
+
+// Sweep lists the values of each swept parameter; the bench runs their
+// cross product (an empty list is the single default value).
+type Sweep struct {
+	Loss  []float64 `key:"loss"`
+	Size  []int     `key:"size"`
+	Paths []int     `key:"paths"`
+	QPs   []int     `key:"qps"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Addr is host:port to serve /metrics on; empty serves nothing.
+	Addr string `key:"addr"`
+}
+
+// Log configures the log on stderr.
+type Log struct {
+	Level string `key:"level"` // debug, info, warn, error
+}
+
+// Default is the configuration before any profile is read: every key has
+// its value here, so a profile need only name what it changes.
+func Default() Config {
+	return Config{
+		Name: "default", Backend: BackendUDP, Transport: TransportMetaroce,
+		UDP: UDP{ServerIP: "127.0.0.1", ClientIP: "127.0.0.2", Port: 4794, RoCEv2Port: 4791, Burst: 32,
+			SocketBuffer: 4 << 20, Seed: 1},
+		DPDK:     DPDK{Queues: 1, Mbufs: 8191, Hugepages: 512, Burst: 32},
+		Metaroce: Metaroce{Paths: 8, Planes: 1, MTU: 4096, PathWindow: 64, AckEvery: 8, EntropyBase: 49152},
+		RoCEv2:   RoCEv2{MTU: 4096, AckTimeoutCode: 8, RetryCount: 7, DCQCN: true},
+		Perf:     Perf{TCPPort: 18515, TxDepth: 128, RxDepth: 512},
+		Bench: Bench{Test: "write_bw", Duration: 2 * time.Second, Transports: []string{"metaroce", "rocev2"},
+			Sweep: Sweep{Loss: []float64{0}, Size: []int{65536}, Paths: []int{8}, QPs: []int{1}}, Plot: "bench.png"},
+		Log: Log{Level: "warn"},
+	}
+}

@@ -1,0 +1,61 @@
+package profile
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSetConverts(t *testing.T) {
+	c := Default()
+	f := c.Fields()
+	for k, raw := range map[string]any{
+		"udp.loss": "1%", "metaroce.paths": "16", "bench.duration": "500ms", "rocev2.dcqcn": "false",
+		"bench.sweep.loss": []any{0, 0.01}, "bench.sweep.size": "4096,65536", "dpdk.eal_args": []any{"-l", "0-1"},
+	} {
+		if err := Set(f[k], raw); err != nil {
+			t.Fatalf("%s=%v: %v", k, raw, err)
+		}
+	}
+	if c.UDP.Loss != 0.01 || c.Metaroce.Paths != 16 || c.Bench.Duration != 500*time.Millisecond || c.RoCEv2.DCQCN ||
+		len(c.Bench.Sweep.Loss) != 2 || c.Bench.Sweep.Size[1] != 65536 || c.DPDK.EALArgs[1] != "0-1" {
+		t.Fatalf("%+v", c)
+	}
+	for k, raw := range map[string]any{"udp.loss": "lots", "metaroce.paths": 1.5, "bench.duration": 3, "name": 4} {
+		if err := Set(f[k], raw); err == nil {
+			t.Errorf("%s=%v: no error", k, raw)
+		}
+	}
+}
+
+func TestValidateNamesKey(t *testing.T) {
+	for key, mut := range map[string]func(*Config){
+		"backend":          func(c *Config) { c.Backend = "ebpf" },
+		"udp.loss":         func(c *Config) { c.UDP.Loss = 2 },
+		"metaroce.paths":   func(c *Config) { c.Metaroce.Paths = 0 },
+		"rocev2.mtu":       func(c *Config) { c.RoCEv2.MTU = 1500 },
+		"bench.sweep.qps":  func(c *Config) { c.Bench.Sweep.QPs = []int{0} },
+		"udp.server_ip":    func(c *Config) { c.UDP.ServerIP = "::1" },
+		"bench.transports": func(c *Config) { c.Bench.Transports = []string{"iwarp"} },
+	} {
+		c := Default()
+		mut(&c)
+		var fe *FieldError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Key != key {
+			t.Errorf("%s: got %v", key, err)
+		}
+	}
+}
+
+func TestKeysAndSections(t *testing.T) {
+	if !IsSection("bench.sweep") || IsSection("udp.loss") || len(Keys()) < 40 {
+		t.Fatal(len(Keys()))
+	}
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/test/internal/binary"
+)
+
+// TestStatsReadsRunningInstance: bench with --metrics-addr, and `metaroce
+// stats` reading it while it runs.
+func TestStatsReadsRunningInstance(t *testing.T) {
+	bin := binary.Build(t)
+	s, c := binary.LoopbackPair()
+	addr := "127.0.0.1:" + strconv.Itoa(binary.FreePort(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, bin, "bench", "--metrics-addr", addr, "--set", "bench.duration=3s",
+		"--set", "bench.transports=metaroce", "--set", "bench.sweep.loss=0.01", "--set", "bench.plot="+t.TempDir()+"/b.png",
+		"--set", "udp.server_ip="+s, "--set", "udp.client_ip="+c, "--set", "udp.port=0")
+	var out bytes.Buffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var runErr error
+	go func() { runErr = run.Wait(); close(done) }()
+	var table string
+	// Poll while the bench runs (its one point lasts 3 s after setup).
+poll:
+	for {
+		o, err := exec.Command(bin, "stats", addr, "--paths").CombinedOutput()
+		if err == nil && strings.Contains(string(o), "metaroce_path_tx_packets_total") {
+			table = string(o)
+			break
+		}
+		select {
+		case <-done:
+			break poll
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	<-done
+	if err := runErr; err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	if table == "" {
+		t.Fatal("stats never read the running bench")
+	}
+	value := func(metric, labels string) float64 {
+		for _, l := range strings.Split(table, "\n") {
+			f := strings.Fields(l)
+			if len(f) == 3 && f[0] == metric && strings.Contains(f[1], labels) {
+				v, err := strconv.ParseFloat(f[2], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+		}
+		t.Fatalf("no %s{%s} in:\n%s", metric, labels, table)
+		return 0
+	}
+	if value("metaroce_backend_tx_packets_total", "transport=metaroce") == 0 {
+		t.Error("no packets counted")
+	}
+	if value("metaroce_path_tx_packets_total", "path=7") == 0 {
+		t.Error("path 7 sent nothing")
+	}
+	// The injected loss (1% of what the client receives) is counted.
+	_ = value("metaroce_backend_rx_dropped_total", "reason=injected")
+}

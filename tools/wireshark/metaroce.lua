@@ -1,0 +1,215 @@
+-- metaroce.lua: Wireshark / tshark dissector for the MetaRoCE wire
+-- protocol, version 1 (docs/protocol.md), on UDP port 4794.
+--
+--   tshark -X lua_script:tools/wireshark/metaroce.lua -r capture.pcap
+--   wireshark -X lua_script:tools/wireshark/metaroce.lua capture.pcap
+--
+-- Another port: Edit > Preferences > Protocols > MetaRoCE (or tshark
+-- -o metaroce.udp_port:NNNN), or Decode As. Every field below is named
+-- metaroce.<field> for display filters (metaroce.opcode == 0x10, ...).
+-- The CRC32C trailer is shown, not verified.
+
+local p = Proto("metaroce", "MetaRoCE")
+
+local opcodes = {
+    [0x01] = "WRITE", [0x02] = "WRITE_IMM", [0x03] = "SEND", [0x04] = "SEND_IMM",
+    [0x05] = "READ_REQ", [0x06] = "READ_RESP", [0x07] = "NOP",
+    [0x10] = "ACK", [0x11] = "NAK",
+    [0x20] = "CONNECT", [0x21] = "ACCEPT", [0x22] = "CLOSE", [0x23] = "CLOSE_ACK",
+    [0x24] = "KEEPALIVE", [0x25] = "RESET",
+}
+local nak_status = { [1] = "RNR", [2] = "REMOTE_ACCESS", [3] = "REMOTE_OP", [4] = "INVALID_REQUEST", [5] = "LENGTH" }
+
+local f = p.fields
+f.version     = ProtoField.uint8("metaroce.version", "Version")
+f.opcode      = ProtoField.uint8("metaroce.opcode", "Opcode", base.HEX, opcodes)
+f.flags       = ProtoField.uint16("metaroce.flags", "Flags", base.HEX)
+f.ack_req     = ProtoField.bool("metaroce.flags.ack_req", "ACK_REQ", 16, nil, 0x0001)
+f.retransmit  = ProtoField.bool("metaroce.flags.retransmit", "RETRANSMIT", 16, nil, 0x0002)
+f.dst_conn    = ProtoField.uint32("metaroce.dst_conn", "Destination connection")
+f.src_conn    = ProtoField.uint32("metaroce.src_conn", "Source connection")
+f.incarnation = ProtoField.uint32("metaroce.incarnation", "Incarnation")
+f.path_id     = ProtoField.uint16("metaroce.path_id", "Path")
+f.path_gen    = ProtoField.uint16("metaroce.path_gen", "Path generation")
+f.psn         = ProtoField.uint32("metaroce.psn", "PSN")
+f.timestamp   = ProtoField.uint64("metaroce.timestamp", "Timestamp (ns)")
+-- message extension
+f.stream      = ProtoField.uint16("metaroce.stream", "Stream")
+f.payload_len = ProtoField.uint16("metaroce.payload_len", "Payload length")
+f.msg_seq     = ProtoField.uint32("metaroce.msg_seq", "Message sequence")
+f.recv_seq    = ProtoField.uint32("metaroce.recv_seq", "Receive sequence")
+f.offset      = ProtoField.uint32("metaroce.offset", "Offset")
+f.msg_len     = ProtoField.uint32("metaroce.msg_len", "Message length")
+f.rkey        = ProtoField.uint32("metaroce.rkey", "RKey", base.HEX)
+f.remote_addr = ProtoField.uint64("metaroce.remote_addr", "Remote address", base.HEX)
+f.imm         = ProtoField.uint32("metaroce.imm", "Immediate", base.HEX)
+f.payload     = ProtoField.bytes("metaroce.payload", "Payload")
+-- ACK
+f.ack_count   = ProtoField.uint8("metaroce.ack.count", "Blocks")
+f.ack_block   = ProtoField.none("metaroce.ack.block", "ACK block")
+f.ack_path    = ProtoField.uint16("metaroce.ack.path_id", "Path")
+f.ack_gen     = ProtoField.uint16("metaroce.ack.path_gen", "Path generation")
+f.ack_cum     = ProtoField.uint32("metaroce.ack.cum", "Cumulative (next expected PSN)")
+f.ack_sack    = ProtoField.bytes("metaroce.ack.sack", "SACK bitmap")
+f.ack_sacked  = ProtoField.uint16("metaroce.ack.sacked", "PSNs SACKed")
+f.ack_ecn     = ProtoField.uint32("metaroce.ack.ecn_ce", "ECN CE count")
+f.ack_rate    = ProtoField.uint32("metaroce.ack.rate_hint", "Rate hint (Mbit/s)")
+f.ack_ts      = ProtoField.uint64("metaroce.ack.ts_echo", "Timestamp echo (ns)")
+-- NAK
+f.nak_path    = ProtoField.uint16("metaroce.nak.path_id", "Path")
+f.nak_gen     = ProtoField.uint16("metaroce.nak.path_gen", "Path generation")
+f.nak_psn     = ProtoField.uint32("metaroce.nak.psn", "PSN")
+f.nak_stream  = ProtoField.uint16("metaroce.nak.stream", "Stream")
+f.nak_status  = ProtoField.uint8("metaroce.nak.status", "Status", base.DEC, nak_status)
+f.nak_msg_seq = ProtoField.uint32("metaroce.nak.msg_seq", "Message sequence")
+f.nak_rnr     = ProtoField.uint32("metaroce.nak.rnr_ns", "RNR back-off (ns)")
+-- CONNECT / ACCEPT
+f.node_id     = ProtoField.uint64("metaroce.connect.node_id", "Node")
+f.c_paths     = ProtoField.uint16("metaroce.connect.paths", "Paths")
+f.c_mtu       = ProtoField.uint16("metaroce.connect.mtu", "MTU")
+f.c_streams   = ProtoField.uint16("metaroce.connect.streams", "Streams")
+f.c_planes    = ProtoField.uint8("metaroce.connect.planes", "Planes")
+f.crc         = ProtoField.uint32("metaroce.crc", "CRC32C", base.HEX)
+
+local e_short = ProtoExpert.new("metaroce.short", "Packet too short", expert.group.MALFORMED, expert.severity.ERROR)
+local e_len = ProtoExpert.new("metaroce.length", "Length does not match the opcode", expert.group.MALFORMED, expert.severity.WARN)
+p.experts = { e_short, e_len }
+
+p.prefs.udp_port = Pref.uint("UDP port", 4794, "UDP destination port of MetaRoCE")
+
+local HDR, CRC, MSG, BLOCK = 32, 4, 40, 56
+
+local function popcount_byte(b)
+    local n = 0
+    while b > 0 do
+        n = n + (b % 2)
+        b = math.floor(b / 2)
+    end
+    return n
+end
+
+function p.dissector(buf, pinfo, tree)
+    local len = buf:len()
+    pinfo.cols.protocol = "MetaRoCE"
+    local t = tree:add(p, buf(), "MetaRoCE")
+    if len < HDR + CRC then
+        t:add_proto_expert_info(e_short)
+        return len
+    end
+    local op = buf(1, 1):uint()
+    local name = opcodes[op] or string.format("0x%02x", op)
+    t:add(f.version, buf(0, 1))
+    t:add(f.opcode, buf(1, 1))
+    local fl = t:add(f.flags, buf(2, 2))
+    fl:add(f.ack_req, buf(2, 2))
+    fl:add(f.retransmit, buf(2, 2))
+    t:add(f.dst_conn, buf(4, 4))
+    t:add(f.src_conn, buf(8, 4))
+    t:add(f.incarnation, buf(12, 4))
+    t:add(f.path_id, buf(16, 2))
+    t:add(f.path_gen, buf(18, 2))
+    t:add(f.psn, buf(20, 4))
+    t:add(f.timestamp, buf(24, 8))
+    local body = len - HDR - CRC
+    local info = string.format("%s conn %d path %d", name, buf(4, 4):uint(), buf(16, 2):uint())
+    if op >= 0x01 and op <= 0x06 then
+        if body < MSG then
+            t:add_proto_expert_info(e_len)
+        else
+            local m = HDR
+            t:add(f.stream, buf(m, 2))
+            t:add(f.payload_len, buf(m + 2, 2))
+            t:add(f.msg_seq, buf(m + 4, 4))
+            t:add(f.recv_seq, buf(m + 8, 4))
+            t:add(f.offset, buf(m + 12, 4))
+            t:add(f.msg_len, buf(m + 16, 4))
+            t:add(f.rkey, buf(m + 20, 4))
+            t:add(f.remote_addr, buf(m + 24, 8))
+            t:add(f.imm, buf(m + 32, 4))
+            local pl = buf(m + 2, 2):uint()
+            if pl ~= body - MSG then
+                t:add_proto_expert_info(e_len)
+            elseif pl > 0 then
+                t:add(f.payload, buf(m + MSG, pl))
+            end
+            info = info .. string.format(" psn %d stream %d seq %d off %d len %d", buf(20, 4):uint(),
+                buf(m, 2):uint(), buf(m + 4, 4):uint(), buf(m + 12, 4):uint(), pl)
+        end
+    elseif op == 0x07 then
+        info = info .. string.format(" psn %d", buf(20, 4):uint())
+    elseif op == 0x10 then
+        if body < 4 then
+            t:add_proto_expert_info(e_len)
+        else
+            local n = buf(HDR, 1):uint()
+            t:add(f.ack_count, buf(HDR, 1))
+            if body ~= 4 + BLOCK * n then
+                t:add_proto_expert_info(e_len)
+            else
+                for i = 0, n - 1 do
+                    local o = HDR + 4 + BLOCK * i
+                    local sacked = 0
+                    for k = 0, 31 do
+                        sacked = sacked + popcount_byte(buf(o + 8 + k, 1):uint())
+                    end
+                    local b = t:add(f.ack_block, buf(o, BLOCK))
+                    b:set_text(string.format("ACK block: path %d cum %d sacked %d", buf(o, 2):uint(), buf(o + 4, 4):uint(), sacked))
+                    b:add(f.ack_path, buf(o, 2))
+                    b:add(f.ack_gen, buf(o + 2, 2))
+                    b:add(f.ack_cum, buf(o + 4, 4))
+                    b:add(f.ack_sack, buf(o + 8, 32))
+                    b:add(f.ack_sacked, buf(o + 8, 32), sacked)
+                    b:add(f.ack_ecn, buf(o + 40, 4))
+                    b:add(f.ack_rate, buf(o + 44, 4))
+                    b:add(f.ack_ts, buf(o + 48, 8))
+                end
+                info = info .. string.format(" blocks %d", n)
+            end
+        end
+    elseif op == 0x11 then
+        if body ~= 20 then
+            t:add_proto_expert_info(e_len)
+        else
+            t:add(f.nak_path, buf(HDR, 2))
+            t:add(f.nak_gen, buf(HDR + 2, 2))
+            t:add(f.nak_psn, buf(HDR + 4, 4))
+            t:add(f.nak_stream, buf(HDR + 8, 2))
+            t:add(f.nak_status, buf(HDR + 10, 1))
+            t:add(f.nak_msg_seq, buf(HDR + 12, 4))
+            t:add(f.nak_rnr, buf(HDR + 16, 4))
+            info = info .. " " .. (nak_status[buf(HDR + 10, 1):uint()] or "?")
+        end
+    elseif op == 0x20 or op == 0x21 then
+        if body ~= 16 then
+            t:add_proto_expert_info(e_len)
+        else
+            t:add(f.node_id, buf(HDR, 8))
+            t:add(f.c_paths, buf(HDR + 8, 2))
+            t:add(f.c_mtu, buf(HDR + 10, 2))
+            t:add(f.c_streams, buf(HDR + 12, 2))
+            t:add(f.c_planes, buf(HDR + 14, 1))
+            info = info .. string.format(" paths %d mtu %d", buf(HDR + 8, 2):uint(), buf(HDR + 10, 2):uint())
+        end
+    elseif body ~= 0 then
+        t:add_proto_expert_info(e_len)
+    end
+    t:add(f.crc, buf(len - CRC, CRC))
+    pinfo.cols.info = info
+    return len
+end
+
+local current_port = 0
+local function register()
+    local udp = DissectorTable.get("udp.port")
+    if current_port ~= 0 then
+        udp:remove(current_port, p)
+    end
+    current_port = p.prefs.udp_port
+    udp:add(current_port, p)
+end
+
+function p.prefs_changed()
+    register()
+end
+
+register()
