@@ -182,7 +182,19 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// Validate reports the first field out of range, by name.
+// ConfigError is a Config field out of range; Field is its Go name.
+type ConfigError struct {
+	Field string
+	Msg   string // what is wrong, without the field's name
+}
+
+func (e *ConfigError) Error() string { return "metaroce: config " + e.Field + " " + e.Msg }
+
+func cfgErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports the first field out of range, by name (a *ConfigError).
 func (c Config) Validate() error {
 	type rng struct {
 		name      string
@@ -205,11 +217,11 @@ func (c Config) Validate() error {
 		{"RecvQueueDepth", c.RecvQueueDepth, 1, 1 << 20},
 	} {
 		if r.v < r.lo || r.v > r.hi {
-			return fmt.Errorf("metaroce: config %s = %d, want %d..%d", r.name, r.v, r.lo, r.hi)
+			return cfgErr(r.name, "= %d, want %d..%d", r.v, r.lo, r.hi)
 		}
 	}
 	if int(c.EntropyBase)+c.Paths > 65536 {
-		return fmt.Errorf("metaroce: config EntropyBase = %d leaves no room for %d paths", c.EntropyBase, c.Paths)
+		return cfgErr("EntropyBase", "= %d leaves no room for %d paths", c.EntropyBase, c.Paths)
 	}
 	for _, d := range []struct {
 		name string
@@ -221,7 +233,7 @@ func (c Config) Validate() error {
 		{"ConnectRetry", c.ConnectRetry}, {"HintInterval", c.HintInterval},
 	} {
 		if d.v <= 0 {
-			return fmt.Errorf("metaroce: config %s = %v, want > 0", d.name, d.v)
+			return cfgErr(d.name, "= %v, want > 0", d.v)
 		}
 	}
 	for _, f := range []struct {
@@ -232,17 +244,17 @@ func (c Config) Validate() error {
 		{"PathLossFail", c.PathLossFail, 0, 1}, {"InflightRTTs", c.InflightRTTs, 0, 1000},
 	} {
 		if !(f.v > f.lo && f.v <= f.hi) {
-			return fmt.Errorf("metaroce: config %s = %v, want (%v, %v]", f.name, f.v, f.lo, f.hi)
+			return cfgErr(f.name, "= %v, want (%v, %v]", f.v, f.lo, f.hi)
 		}
 	}
 	if !(c.LinkRateBps >= 0 && c.LinkRateBps < 1e15) {
-		return fmt.Errorf("metaroce: config LinkRateBps = %v, want 0 (unknown) or a rate in bit/s", c.LinkRateBps)
+		return cfgErr("LinkRateBps", "= %v, want 0 (unknown) or a rate in bit/s", c.LinkRateBps)
 	}
 	if c.MinRTO > c.MaxRTO {
-		return fmt.Errorf("metaroce: config MinRTO = %v exceeds MaxRTO = %v", c.MinRTO, c.MaxRTO)
+		return cfgErr("MinRTO", "= %v exceeds MaxRTO = %v", c.MinRTO, c.MaxRTO)
 	}
 	if c.KeepaliveInterval >= c.PeerDeadTimeout {
-		return fmt.Errorf("metaroce: config KeepaliveInterval = %v must be below PeerDeadTimeout = %v", c.KeepaliveInterval, c.PeerDeadTimeout)
+		return cfgErr("KeepaliveInterval", "= %v must be below PeerDeadTimeout = %v", c.KeepaliveInterval, c.PeerDeadTimeout)
 	}
 	return nil
 }

@@ -82,6 +82,9 @@ type DPDK struct {
 }
 
 // Metaroce holds the metaroce transport's parameters (metaroce.Config).
+// Those after EntropyBase tune congestion control and path health
+// (docs/congestion.md has each one's meaning and default); 0 or empty
+// takes the core's default.
 type Metaroce struct {
 	Paths       int `key:"paths"`
 	Planes      int `key:"planes"`
@@ -89,6 +92,25 @@ type Metaroce struct {
 	PathWindow  int `key:"path_window"`
 	AckEvery    int `key:"ack_every"`
 	EntropyBase int `key:"entropy_base"`
+
+	// LinkGbps is this endpoint's link rate, all ports together: the
+	// receiver shares it among its senders (rate hints). 0: unknown, no
+	// hints, senders rely on ECN alone.
+	LinkGbps        float64       `key:"link_gbps"`
+	AckDelay        time.Duration `key:"ack_delay"`        // default 5µs
+	MinRTO          time.Duration `key:"min_rto"`          // default 50µs
+	MaxRTO          time.Duration `key:"max_rto"`          // default 100ms
+	MinWindow       int           `key:"min_window"`       // default 1 packet
+	ECNGain         float64       `key:"ecn_gain"`         // default 1/16
+	HintUtilization float64       `key:"hint_utilization"` // default 0.97
+	HintInterval    time.Duration `key:"hint_interval"`    // default 16µs
+	InflightRTTs    float64       `key:"inflight_rtts"`    // default 4
+	InitialInflight int           `key:"initial_inflight"` // default 1 packet
+	PathFailAfter   int           `key:"path_fail_after"`  // default 3 timeouts
+	PathReprobe     time.Duration `key:"path_reprobe"`     // default 200µs
+	PathLossFail    float64       `key:"path_loss_fail"`   // default 0.4
+	RerollRounds    int           `key:"reroll_rounds"`    // default 8; -1 never
+	DisableCC       bool          `key:"disable_cc"`       // fixed windows, no hints, no pacing
 }
 
 // RoCEv2 holds the baseline's parameters (rocev2.Config).

@@ -59,3 +59,31 @@ func TestKeysAndSections(t *testing.T) {
 		t.Fatal(len(Keys()))
 	}
 }
+
+// Congestion-control keys are checked by the protocol core itself, and an
+// error names the profile key, not the core's field.
+func TestMetaroceCoreKeysValidated(t *testing.T) {
+	for key, set := range map[string]func(*Config){
+		"metaroce.ecn_gain":         func(c *Config) { c.Metaroce.ECNGain = 2 },
+		"metaroce.hint_utilization": func(c *Config) { c.Metaroce.HintUtilization = 1.5 },
+		"metaroce.link_gbps":        func(c *Config) { c.Metaroce.LinkGbps = -1 },
+		"metaroce.min_window":       func(c *Config) { c.Metaroce.MinWindow = 500 },
+		"metaroce.min_rto":          func(c *Config) { c.Metaroce.MinRTO = time.Second },
+	} {
+		c := Default()
+		set(&c)
+		err := c.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Key != key {
+			t.Errorf("%s: got %v, want a FieldError for that key", key, err)
+		}
+	}
+	c := Default()
+	c.Metaroce.LinkGbps, c.Metaroce.HintInterval = 100, 32*time.Microsecond
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Metaroce.Core(); got.LinkRateBps != 100e9 || got.HintInterval != 32*time.Microsecond {
+		t.Fatalf("Core() = %+v", got)
+	}
+}

@@ -70,6 +70,9 @@ func (c *Config) Validate() error {
 			return bad(r.k, "%d is out of range %d..%d", r.v, r.lo, r.hi)
 		}
 	}
+	if err := c.Metaroce.validateCore(); err != nil {
+		return err
+	}
 	if c.Metaroce.EntropyBase+c.Metaroce.Paths > 65536 {
 		return bad("metaroce.entropy_base", "%d leaves no room for %d paths", c.Metaroce.EntropyBase, c.Metaroce.Paths)
 	}

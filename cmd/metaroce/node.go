@@ -115,10 +115,11 @@ func newNode(cfg profile.Config, kind profile.Transport, be dataPath, server boo
 			paths = cfg.Metaroce.Paths
 		}
 		m := cfg.Metaroce
-		ep, err := mr.NewEndpoint(mr.Config{Node: id, Incarnation: mr.Incarnation(time.Now().UnixNano()&0x7fffffff | 1),
-			Paths: paths, Planes: m.Planes, MTU: m.MTU, PathWindow: m.PathWindow, AckEvery: m.AckEvery,
-			EntropyBase: mr.Entropy(m.EntropyBase), AcceptIncoming: server, SendQueueDepth: max(4096, depth),
-			RecvQueueDepth: max(4096, depth)})
+		mc := m.Core()
+		mc.Node, mc.Incarnation = id, mr.Incarnation(time.Now().UnixNano()&0x7fffffff|1)
+		mc.Paths, mc.AcceptIncoming = paths, server
+		mc.SendQueueDepth, mc.RecvQueueDepth = max(4096, depth), max(4096, depth)
+		ep, err := mr.NewEndpoint(mc)
 		if err != nil {
 			return nil, err
 		}
