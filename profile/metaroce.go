@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	mr "github.com/metaroce/metaroce/metaroce"
 )
@@ -42,10 +43,11 @@ func (m Metaroce) validateCore() error {
 	}
 	var ce *mr.ConfigError
 	if errors.As(err, &ce) {
+		msg := "is " + strings.TrimPrefix(ce.Msg, "= ")
 		if k, ok := coreKeys[ce.Field]; ok {
-			return bad(k, "%s", ce.Msg)
+			return bad(k, "%s", msg)
 		}
-		return bad("metaroce", "%s %s", ce.Field, ce.Msg)
+		return bad("metaroce", "%s %s", ce.Field, msg)
 	}
 	return bad("metaroce", "%v", fmt.Sprint(err))
 }

@@ -109,6 +109,11 @@ func Parse(file string, data []byte, sets []string) (*Experiment, error) {
 			return nil, fmt.Errorf("%s: transports: unknown transport %q (available: %s)", file, t, strings.Join(Transports(), ", "))
 		}
 	}
+	// Every run's transport parameters are checked now, not when the run
+	// starts (a transport may check them: paramsChecker).
+	if _, err := e.Runs(); err != nil {
+		return nil, err // names the file and the run
+	}
 	for k := range e.Cfg.Report.Baseline {
 		found := false
 		for _, a := range e.Axes {
@@ -266,6 +271,11 @@ func (e *Experiment) newRun(i int, tn string, doc *yaml.Node, params Row) (*Run,
 	if n, ok := cfg.Transport.Per[tn]; ok {
 		if err := decode(&n, p); err != nil {
 			return nil, fmt.Errorf("transport.%s: %w", tn, err)
+		}
+	}
+	if pc, ok := tr.(paramsChecker); ok {
+		if err := pc.CheckParams(cfg, p); err != nil {
+			return nil, err
 		}
 	}
 	return &Run{Index: i, Transport: tn, Params: params, cfg: cfg, tr: tr, params: p}, nil

@@ -164,3 +164,12 @@ func TestOutputsCSVAndPlots(t *testing.T) {
 	require.NoError(t, res.WriteTable(&b))
 	require.Contains(t, b.String(), "converge_rtts")
 }
+
+// A bad transport parameter is an error when the file is loaded, naming
+// the key, not when its run starts.
+func TestTransportParamsCheckedAtLoad(t *testing.T) {
+	_, err := Load(filepath.Join("..", "configs", "experiments", "incast.yaml"), []string{"transport.metaroce.hint_utilization=1.5"})
+	require.ErrorContains(t, err, "transport.metaroce.hint_utilization")
+	_, err = Load(filepath.Join("..", "configs", "experiments", "incast.yaml"), []string{"transport.metaroce.hint_utilization=0.9"})
+	require.NoError(t, err)
+}

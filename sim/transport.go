@@ -31,6 +31,13 @@ type Transport interface {
 	NewWorld(env WorldEnv, params any) (World, error)
 }
 
+// paramsChecker is an optional extension of Transport: it checks a run's
+// decoded parameters when the experiment is loaded, so a bad value is a
+// load error naming its key.
+type paramsChecker interface {
+	CheckParams(c *Config, params any) error
+}
+
 // WorldEnv is what a transport needs to know to build the hosts' endpoints.
 type WorldEnv struct {
 	Hosts  int

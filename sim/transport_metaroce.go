@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 
 	mr "github.com/metaroce/metaroce/metaroce"
@@ -49,6 +50,53 @@ type MetaRoCEParams struct {
 	NoRateHints bool `yaml:"no_rate_hints"`
 }
 
+// core is the endpoint configuration for these parameters on hosts with
+// planes NIC ports of nicGbps each.
+func (p *MetaRoCEParams) core(planes, mtu int, nicGbps float64) mr.Config {
+	cfg := mr.Config{
+		Planes: planes, MTU: mtu, Paths: p.Paths, PathWindow: p.Window,
+		AckEvery: p.AckEvery, AckDelay: p.AckDelay.D(), InitialRTO: p.InitialRTO.D(),
+		MinRTO: p.MinRTO.D(), MaxRTO: p.MaxRTO.D(), PathFailAfter: p.PathFailAfter,
+		PathReprobe: p.PathReprobe.D(), KeepaliveInterval: p.Keepalive.D(),
+		PeerDeadTimeout: p.PeerDeadTimeout.D(),
+		MinWindow:       p.MinWindow, ECNGain: p.ECNGain, DisableCC: p.DisableCC,
+		HintUtilization: p.HintUtilization, HintInterval: p.HintInterval.D(),
+		InflightRTTs: p.InflightRTTs, InitialInflight: p.InitialInflight,
+		PathLossFail: p.PathLossFail, RerollRounds: p.RerollRounds,
+	}
+	if !p.NoRateHints {
+		// The receiver knows its link: every NIC port together.
+		cfg.LinkRateBps = float64(planes) * nicGbps * 1e9
+	}
+	return cfg
+}
+
+// paramKeys names the experiment key of each core field set from them.
+var paramKeys = map[string]string{
+	"Paths": "paths", "PathWindow": "window", "AckEvery": "ack_every", "AckDelay": "ack_delay",
+	"InitialRTO": "initial_rto", "MinRTO": "min_rto", "MaxRTO": "max_rto",
+	"PathFailAfter": "path_fail_after", "PathReprobe": "path_reprobe", "KeepaliveInterval": "keepalive",
+	"PeerDeadTimeout": "peer_dead_timeout", "MinWindow": "min_window", "ECNGain": "ecn_gain",
+	"HintUtilization": "hint_utilization", "HintInterval": "hint_interval",
+	"InflightRTTs": "inflight_rtts", "InitialInflight": "initial_inflight",
+	"PathLossFail": "path_loss_fail", "RerollRounds": "reroll_rounds",
+}
+
+// CheckParams implements paramsChecker: the core judges the parameters
+// when the file is loaded, and the error names the key.
+func (metaroceTransport) CheckParams(c *Config, params any) error {
+	cfg := params.(*MetaRoCEParams).core(min(c.Topology.Planes, mr.MaxPlanes), c.Transport.MTU, c.Topology.NICGbps)
+	err := cfg.Defaults().Validate()
+	var ce *mr.ConfigError
+	if errors.As(err, &ce) {
+		if k, ok := paramKeys[ce.Field]; ok {
+			return fmt.Errorf("transport.metaroce.%s %s", k, ce.Msg)
+		}
+		return fmt.Errorf("transport.metaroce: %s %s (from topology or transport.mtu)", ce.Field, ce.Msg)
+	}
+	return err
+}
+
 type metaroceTransport struct{}
 
 func (metaroceTransport) Name() string    { return "metaroce" }
@@ -64,21 +112,8 @@ func (metaroceTransport) NewWorld(env WorldEnv, params any) (World, error) {
 	w := &mrWorld{recvDepth: 2*env.Outstanding + 8, recvLen: recvLen(env), recvIDs: hasOp(env.Ops, OpSend)}
 	srcAccess, dstAccess := memAccess(env.Ops)
 	for h := 0; h < env.Hosts; h++ {
-		cfg := mr.Config{
-			Node: mr.NodeID(h + 1), Incarnation: 1, AcceptIncoming: true,
-			Planes: env.Planes, MTU: env.MTU, Paths: p.Paths, PathWindow: p.Window,
-			AckEvery: p.AckEvery, AckDelay: p.AckDelay.D(), InitialRTO: p.InitialRTO.D(),
-			MinRTO: p.MinRTO.D(), MaxRTO: p.MaxRTO.D(), PathFailAfter: p.PathFailAfter,
-			PathReprobe: p.PathReprobe.D(), KeepaliveInterval: p.Keepalive.D(),
-			PeerDeadTimeout: p.PeerDeadTimeout.D(),
-			MinWindow:       p.MinWindow, ECNGain: p.ECNGain, DisableCC: p.DisableCC,
-			HintUtilization: p.HintUtilization, HintInterval: p.HintInterval.D(),
-			InflightRTTs: p.InflightRTTs, InitialInflight: p.InitialInflight, PathLossFail: p.PathLossFail, RerollRounds: p.RerollRounds,
-		}
-		if !p.NoRateHints {
-			// The receiver knows its link: every NIC port together.
-			cfg.LinkRateBps = float64(env.Planes) * env.NICGbps * 1e9
-		}
+		cfg := p.core(env.Planes, env.MTU, env.NICGbps)
+		cfg.Node, cfg.Incarnation, cfg.AcceptIncoming = mr.NodeID(h+1), 1, true
 		if cfg.Planes > mr.MaxPlanes {
 			return nil, fmt.Errorf("metaroce: %d planes, at most %d", cfg.Planes, mr.MaxPlanes)
 		}

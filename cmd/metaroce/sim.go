@@ -60,7 +60,9 @@ func runSim(stdout, stderr io.Writer, file string, o simOpts, pcapHostSet bool) 
 	}
 	exp, err := sim.Load(file, sets)
 	if err != nil {
-		return err
+		// An experiment file that cannot be read, or names an unknown key
+		// or a bad value, is a configuration error: one line, exit 2.
+		return cfgErr("metaroce: %v", err)
 	}
 	opts := sim.Options{Parallel: o.parallel, Progress: &sim.Progress{}}
 	var pw *pcapSink

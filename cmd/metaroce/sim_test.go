@@ -134,3 +134,14 @@ pcap: {host: 2, max_packets: 500}
 	require.Equal(t, 500, n)
 	require.Greater(t, ce, 0, "with K = 1 KiB some packets are marked")
 }
+
+// A bad experiment file or --set is a configuration error: exit status 2,
+// one line naming the key and the file.
+func TestSimConfigErrorExitCode(t *testing.T) {
+	if got := run([]string{"sim", "../../configs/experiments/incast.yaml", "--set", "nosuch=1"}); got != exitUsage {
+		t.Fatalf("unknown key: exit %d, want %d", got, exitUsage)
+	}
+	if got := run([]string{"sim", "/nonexistent.yaml"}); got != exitUsage {
+		t.Fatalf("missing file: exit %d, want %d", got, exitUsage)
+	}
+}
