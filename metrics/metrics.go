@@ -39,7 +39,11 @@ type Conn struct {
 	RNRRetries, Messages             uint64
 	MessagesReceived, CRCDrops       uint64
 	Timeouts, Retries                uint64
-	Paths                            []Path
+	// RateHintBps is the rate the peer asks this side to send at (0: no
+	// hint, not paced); Inflight its sequenced packets not yet acknowledged.
+	RateHintBps float64
+	Inflight    int
+	Paths       []Path
 }
 
 // Path is a copy of one metaroce path's counters and state.
@@ -49,6 +53,8 @@ type Path struct {
 	CEReceived, Failures              uint64
 	SRTT                              time.Duration
 	Failed                            bool
+	Window                            int // congestion window, packets
+	Restores, Rerolls                 uint64
 }
 
 // Collector is a prometheus.Collector over the latest copies.
@@ -123,10 +129,16 @@ var (
 	pFail    = counter("metaroce_path_failures_total", "Times a path was judged failed.", "transport", "conn", "path")
 	pSRTT    = gauge("metaroce_path_srtt_seconds", "A path's smoothed round-trip time.", "transport", "conn", "path")
 	pFailed  = gauge("metaroce_path_failed", "1 while a path is judged failed.", "transport", "conn", "path")
+	pWindow  = gauge("metaroce_path_window_packets", "A path's congestion window.", "transport", "conn", "path")
+	pRestore = counter("metaroce_path_restores_total", "Times a failed path came back after a probe.", "transport", "conn", "path")
+	pReroll  = counter("metaroce_path_rerolls_total", "Times a path took a new entropy (source port).", "transport", "conn", "path")
+	cHint    = gauge("metaroce_conn_rate_hint_bytes_per_second", "The rate the peer's last ACK asked for (0: none).", "transport", "conn")
+	cInfl    = gauge("metaroce_conn_inflight_packets", "Sequenced packets not yet acknowledged.", "transport", "conn")
 )
 
 var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, cTx, cTxBytes, cRx, cRxBytes,
-	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed}
+	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
+	pWindow, pRestore, pReroll, cHint, cInfl}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -168,6 +180,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(cTimeouts, float64(k.Timeouts), t, k.ID)
 			emit(cRetries, float64(k.Retries), t, k.ID)
 			emit(cMsgs, float64(k.Messages), t, k.ID)
+			if len(k.Paths) > 0 {
+				emit(cHint, k.RateHintBps/8, t, k.ID)
+				emit(cInfl, float64(k.Inflight), t, k.ID)
+			}
 			for i, p := range k.Paths {
 				if i >= MaxPaths {
 					break
@@ -186,6 +202,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 					f = 1
 				}
 				emit(pFailed, f, t, k.ID, ps)
+				emit(pWindow, float64(p.Window), t, k.ID, ps)
+				emit(pRestore, float64(p.Restores), t, k.ID, ps)
+				emit(pReroll, float64(p.Rerolls), t, k.ID, ps)
 			}
 		}
 	}

@@ -75,13 +75,15 @@ func (n *node) snapshot() []metrics.Conn {
 		mc := metrics.Conn{ID: strconv.Itoa(int(n.mc.LocalID())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
 			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
 			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
-			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops}
+			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
+			RateHintBps: n.mc.RateHintBps(), Inflight: n.mc.Inflight()}
 		for i := 0; i < n.mc.NumPaths() && i < metrics.MaxPaths; i++ {
 			pc := n.mc.PathCounters(metricsPathID(i))
 			mc.Paths = append(mc.Paths, metrics.Path{TxPackets: pc.TxPackets, TxBytes: pc.TxBytes,
 				RxPackets: pc.RxPackets, RetransmitSACK: pc.RetransmitSACK, RetransmitTimeout: pc.RetransmitTimeout,
 				CEReceived: pc.CEReceived, Failures: pc.Failures, SRTT: n.mc.PathSRTT(metricsPathID(i)),
-				Failed: n.mc.PathFailed(metricsPathID(i))})
+				Failed: n.mc.PathFailed(metricsPathID(i)), Window: n.mc.PathWindow(metricsPathID(i)),
+				Restores: pc.Restores, Rerolls: pc.Rerolls})
 		}
 		out = append(out, mc)
 	}
