@@ -1,0 +1,239 @@
+// Package dpdkengine runs metaroce transport cores over DPDK ports: the
+// engine shard loop (rx burst, decode, hand the UDP payload to the core,
+// which places its data straight into registered memory; timers; tx from
+// the core into mbufs; bursts out), Ethernet/IPv4/UDP framing with checksum
+// offload where the port has it, ARP, static neighbours, a receive
+// impairment stage for tests, and the Go API the CLI starts it with.
+package dpdkengine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/metaroce/metaroce/metaroce"
+)
+
+// Config is the DPDK backend's profile. Zero values mean the documented
+// default; Validate names the key that is wrong.
+type Config struct {
+	// EAL are the EAL arguments (-l, -a, --vdev, --file-prefix,
+	// --no-huge, --in-memory, ...), as after the program name and before
+	// "--" on a DPDK command line. Ignored when the EAL already runs.
+	EAL []string `yaml:"eal"`
+	// Ports are the ports the engine drives; plane i of the protocol core
+	// goes out on Ports[i % len(Ports)].
+	Ports []PortConfig `yaml:"ports"`
+	// UDPPort is the UDP destination port we listen on and send to.
+	// Default metaroce.DefaultUDPPort (4794).
+	UDPPort uint16 `yaml:"udp_port"`
+	// Neighbours are static peers: a peer handle, its IPv4 address and,
+	// optionally, its MAC (else resolved with ARP).
+	Neighbours []Neighbour `yaml:"neighbours"`
+	// Checksum: "auto" (default: offload where the port offers it, else
+	// software), "software", or "none" (UDP checksum 0, which IPv4 allows;
+	// the core's CRC32C still covers every packet end to end; the IPv4
+	// header checksum is always set).
+	Checksum string `yaml:"checksum"`
+	// Impair is a receive-path impairment stage for tests (memif never
+	// drops or reorders).
+	Impair Impairment `yaml:"impair"`
+	// PoolSize is the number of mbufs per engine. Default 8191.
+	PoolSize int `yaml:"pool_size"`
+	// DataRoom is each mbuf's buffer size including 128 bytes of
+	// headroom. Default 2176 (2 KiB of data).
+	DataRoom int `yaml:"data_room"`
+	// Burst is the rx/tx burst size. Default 32.
+	Burst int `yaml:"burst"`
+	// RxDesc and TxDesc are the descriptors per queue. Default 1024.
+	RxDesc int `yaml:"rx_desc"`
+	TxDesc int `yaml:"tx_desc"`
+	// IdleSpins is how many empty loop iterations a shard spins before it
+	// starts sleeping; MaxIdleSleep caps the sleep. Defaults 2000, 200µs.
+	IdleSpins    int           `yaml:"idle_spins"`
+	MaxIdleSleep time.Duration `yaml:"max_idle_sleep"`
+}
+
+// PortConfig is one DPDK port.
+type PortConfig struct {
+	// Name is the DPDK device name: a vdev name (net_memif0, net_af_packet0)
+	// or a PCI address (0000:3b:00.0).
+	Name string `yaml:"name"`
+	// IP is our IPv4 address on this port.
+	IP string `yaml:"ip"`
+	// Queues is the rx/tx queue pairs to configure. Default 1; shard
+	// traffic uses queue 0, extra queues are free for other senders.
+	Queues int `yaml:"queues"`
+}
+
+// Neighbour is a static peer.
+type Neighbour struct {
+	Peer uint32 `yaml:"peer"` // the metaroce.PeerHandle the application uses
+	IP   string `yaml:"ip"`
+	MAC  string `yaml:"mac"` // optional: resolved with ARP when empty
+}
+
+// Impairment drops and reorders received packets addressed to us.
+type Impairment struct {
+	Loss    float64 `yaml:"loss"`    // probability a packet is dropped
+	Reorder float64 `yaml:"reorder"` // probability a packet is held back behind later ones
+	Seed    uint64  `yaml:"seed"`
+}
+
+// Defaults returns c with zero fields set.
+func (c Config) Defaults() Config {
+	if c.UDPPort == 0 {
+		c.UDPPort = metaroce.DefaultUDPPort
+	}
+	if c.Checksum == "" {
+		c.Checksum = "auto"
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = 8191
+	}
+	if c.DataRoom == 0 {
+		c.DataRoom = 2048 + 128
+	}
+	if c.Burst == 0 {
+		c.Burst = 32
+	}
+	if c.RxDesc == 0 {
+		c.RxDesc = 1024
+	}
+	if c.TxDesc == 0 {
+		c.TxDesc = 1024
+	}
+	if c.IdleSpins == 0 {
+		c.IdleSpins = 2000
+	}
+	if c.MaxIdleSleep == 0 {
+		c.MaxIdleSleep = 200 * time.Microsecond
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Queues == 0 {
+			c.Ports[i].Queues = 1
+		}
+	}
+	return c
+}
+
+// Validate checks c (after Defaults) and names the first bad key.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("dpdk config: %s: %s", key, fmt.Sprintf(format, a...)))
+	}
+	if len(c.Ports) == 0 {
+		bad("ports", "at least one port is needed")
+	}
+	for i, p := range c.Ports {
+		if p.Name == "" {
+			bad(fmt.Sprintf("ports[%d].name", i), "empty")
+		}
+		if _, err := parseIP(p.IP); err != nil {
+			bad(fmt.Sprintf("ports[%d].ip", i), "%v", err)
+		}
+		if p.Queues < 1 || p.Queues > 64 {
+			bad(fmt.Sprintf("ports[%d].queues", i), "%d outside 1..64", p.Queues)
+		}
+	}
+	seen := map[uint32]bool{}
+	for i, n := range c.Neighbours {
+		if seen[n.Peer] {
+			bad(fmt.Sprintf("neighbours[%d].peer", i), "peer %d listed twice", n.Peer)
+		}
+		seen[n.Peer] = true
+		if n.Peer >= maxPeers {
+			bad(fmt.Sprintf("neighbours[%d].peer", i), "%d not below %d", n.Peer, maxPeers)
+		}
+		if _, err := parseIP(n.IP); err != nil {
+			bad(fmt.Sprintf("neighbours[%d].ip", i), "%v", err)
+		}
+		if n.MAC != "" {
+			if _, err := parseMAC(n.MAC); err != nil {
+				bad(fmt.Sprintf("neighbours[%d].mac", i), "%v", err)
+			}
+		}
+	}
+	switch c.Checksum {
+	case "auto", "software", "none":
+	default:
+		bad("checksum", "%q is not auto, software or none", c.Checksum)
+	}
+	if c.Impair.Loss < 0 || c.Impair.Loss >= 1 {
+		bad("impair.loss", "%v outside [0, 1)", c.Impair.Loss)
+	}
+	if c.Impair.Reorder < 0 || c.Impair.Reorder >= 1 {
+		bad("impair.reorder", "%v outside [0, 1)", c.Impair.Reorder)
+	}
+	if c.PoolSize < 1023 {
+		bad("pool_size", "%d below 1023", c.PoolSize)
+	}
+	if c.DataRoom < 128+HdrLen+512 || c.DataRoom > 65535 {
+		bad("data_room", "%d outside %d..65535", c.DataRoom, 128+HdrLen+512)
+	}
+	if c.Burst < 1 || c.Burst > 512 {
+		bad("burst", "%d outside 1..512", c.Burst)
+	}
+	if c.RxDesc < 32 || c.TxDesc < 32 {
+		bad("rx_desc/tx_desc", "%d/%d below 32", c.RxDesc, c.TxDesc)
+	}
+	if c.IdleSpins < 1 {
+		bad("idle_spins", "%d below 1", c.IdleSpins)
+	}
+	if c.MaxIdleSleep < 0 || c.MaxIdleSleep > time.Second {
+		bad("max_idle_sleep", "%v outside 0..1s", c.MaxIdleSleep)
+	}
+	return errors.Join(errs...)
+}
+
+// LoadConfig decodes a YAML profile strictly: an unknown key is an error
+// that names it (with its line). Defaults are applied and the result is
+// validated.
+func LoadConfig(r io.Reader) (Config, error) {
+	var c Config
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return c, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("dpdk config: %w", err)
+	}
+	c = c.Defaults()
+	return c, c.Validate()
+}
+
+// SplitArgs splits a DPDK-style command line, "[EAL args] -- [app args]",
+// into the EAL part and the application part. Without "--" everything is
+// application arguments.
+func SplitArgs(args []string) (eal, app []string) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:]
+		}
+	}
+	return nil, args
+}
+
+func parseIP(s string) (IPv4, error) {
+	ip := net.ParseIP(s).To4()
+	if ip == nil {
+		return IPv4{}, fmt.Errorf("%q is not an IPv4 address", s)
+	}
+	return IPv4(ip), nil
+}
+
+func parseMAC(s string) (MAC, error) {
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return MAC{}, fmt.Errorf("%q is not an Ethernet address", s)
+	}
+	return MAC(hw), nil
+}

@@ -1,0 +1,269 @@
+package dpdkengine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/metaroce/metaroce/dpdk"
+	"github.com/metaroce/metaroce/mempool"
+	"github.com/metaroce/metaroce/metaroce"
+)
+
+// port is one configured DPDK port and what the data path needs to know
+// about it.
+type port struct {
+	id     dpdk.PortID
+	name   string
+	mac    MAC
+	ip     IPv4
+	queues int
+	ours   Ours
+
+	txIPOffload, txUDPOffload bool
+	rxIPOffload, rxUDPOffload bool
+	udpSoft                   bool
+	txFlags                   uint64 // ol_flags for every data frame
+}
+
+// Engine is the DPDK backend: the EAL, one mbuf pool, the ports, and the
+// shards that run transport cores over them.
+//
+// Start and Close are for the application's goroutine; each Shard runs on
+// its own locked OS thread.
+type Engine struct {
+	cfg    Config
+	pool   *dpdk.Pool
+	ports  []*port
+	mu     sync.Mutex
+	shards []*Shard
+	closed bool
+}
+
+var engineSeq atomic.Uint64
+
+// Start starts the EAL (unless it already runs: then cfg.EAL is ignored),
+// creates the mbuf pool and configures and starts every port. Warnings
+// (such as --no-huge) go to warn when not nil. When Start initialises the
+// EAL, it locks the calling goroutine to its OS thread for good (that
+// thread is the main lcore).
+func Start(cfg Config, warn io.Writer) (*Engine, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !dpdk.Initialized() {
+		if _, err := dpdk.Init(cfg.EAL); err != nil {
+			return nil, err
+		}
+	}
+	e := &Engine{cfg: cfg}
+	pool, err := mempool.NewMbufPool(fmt.Sprintf("mr_pool_%d", engineSeq.Add(1)), cfg.PoolSize, cfg.DataRoom, warn)
+	if err != nil {
+		return nil, err
+	}
+	e.pool = pool
+	for _, pc := range cfg.Ports {
+		p, err := e.openPort(pc)
+		if err != nil {
+			e.closePorts()
+			pool.Free()
+			return nil, err
+		}
+		e.ports = append(e.ports, p)
+	}
+	return e, nil
+}
+
+func (e *Engine) openPort(pc PortConfig) (*port, error) {
+	id, err := dpdk.PortByName(pc.Name)
+	if err != nil {
+		return nil, err
+	}
+	info, err := id.Info()
+	if err != nil {
+		return nil, err
+	}
+	if info.MaxRxQueues < pc.Queues || info.MaxTxQueues < pc.Queues {
+		return nil, fmt.Errorf("dpdk engine: port %s: %d queues asked, driver %s allows %d rx / %d tx",
+			pc.Name, pc.Queues, info.Driver, info.MaxRxQueues, info.MaxTxQueues)
+	}
+	ip, _ := parseIP(pc.IP)
+	p := &port{id: id, name: pc.Name, ip: ip, queues: pc.Queues}
+	var rxoff, txoff uint64
+	if e.cfg.Checksum == "auto" {
+		// Offload what the port offers; the rest is done in software.
+		p.rxIPOffload = info.RxOffloads&dpdk.RxOffloadIPv4Cksum != 0
+		p.rxUDPOffload = info.RxOffloads&dpdk.RxOffloadUDPCksum != 0
+		p.txIPOffload = info.TxOffloads&dpdk.TxOffloadIPv4Cksum != 0
+		p.txUDPOffload = info.TxOffloads&dpdk.TxOffloadUDPCksum != 0
+	}
+	p.udpSoft = !p.txUDPOffload && e.cfg.Checksum != "none"
+	if p.rxIPOffload {
+		rxoff |= dpdk.RxOffloadIPv4Cksum
+	}
+	if p.rxUDPOffload {
+		rxoff |= dpdk.RxOffloadUDPCksum
+	}
+	if p.txIPOffload {
+		txoff |= dpdk.TxOffloadIPv4Cksum
+		p.txFlags |= dpdk.TxIPv4 | dpdk.TxIPCksum
+	}
+	if p.txUDPOffload {
+		txoff |= dpdk.TxOffloadUDPCksum
+		p.txFlags |= dpdk.TxIPv4 | dpdk.TxUDPCksum
+	}
+	if err := id.Configure(dpdk.PortConfig{RxQueues: pc.Queues, TxQueues: pc.Queues, RxDesc: e.cfg.RxDesc, TxDesc: e.cfg.TxDesc,
+		Pool: e.pool, RxOffloads: rxoff, TxOffloads: txoff, Promiscuous: false}); err != nil {
+		return nil, err
+	}
+	mac, err := id.MAC()
+	if err != nil {
+		return nil, err
+	}
+	p.mac = MAC(mac)
+	p.ours = Ours{MAC: p.mac, IP: ip, Port: e.cfg.UDPPort}
+	if err := id.Start(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Config is the engine's effective configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Pool is the engine's mbuf pool.
+func (e *Engine) Pool() *dpdk.Pool { return e.pool }
+
+// PortInfo describes a port as the engine runs it.
+type PortInfo struct {
+	Name       string
+	ID         dpdk.PortID
+	MAC        MAC
+	IP         IPv4
+	Queues     int
+	IPOffload  bool // IPv4 header checksum offloaded on tx
+	UDPOffload bool // UDP checksum offloaded on tx
+	UDPSoft    bool // UDP checksum computed in software
+}
+
+// Ports describes the engine's ports, in plane order.
+func (e *Engine) Ports() []PortInfo {
+	out := make([]PortInfo, len(e.ports))
+	for i, p := range e.ports {
+		out[i] = PortInfo{Name: p.name, ID: p.id, MAC: p.mac, IP: p.ip, Queues: p.queues,
+			IPOffload: p.txIPOffload, UDPOffload: p.txUDPOffload, UDPSoft: p.udpSoft}
+	}
+	return out
+}
+
+// WaitLink waits until every port reports its link up.
+func (e *Engine) WaitLink(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		down := ""
+		for _, p := range e.ports {
+			l, err := p.id.Link()
+			if err != nil {
+				return err
+			}
+			if !l.Up {
+				down = p.name
+				break
+			}
+		}
+		if down == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("dpdk engine: link of %s still down after %v", down, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Run starts a shard that runs tr over the engine's ports, using queue 0
+// of each. From now on tr belongs to the shard's goroutine: reach it with
+// Shard.Do. One engine runs one directly attached shard; more shards over
+// the same ports need the lcore package's steering.
+func (e *Engine) Run(tr metaroce.Transport) (*Shard, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.New("dpdk engine: closed")
+	}
+	if len(e.shards) > 0 {
+		return nil, errors.New("dpdk engine: queue 0 already has a shard")
+	}
+	s, err := newShard(e, tr, &directIO{ports: e.ports, q: 0})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.startShard(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (e *Engine) startShard(s *Shard) error {
+	started := make(chan error, 1)
+	go s.run(started)
+	if err := <-started; err != nil {
+		return err
+	}
+	e.shards = append(e.shards, s)
+	return nil
+}
+
+// Stop stops every shard and waits for them (they free the mbufs they
+// hold).
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	shards := e.shards
+	e.mu.Unlock()
+	for _, s := range shards {
+		s.cmdMu.Lock()
+		s.stop.Store(true)
+		s.cmdMu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	for _, s := range shards {
+		<-s.done
+	}
+}
+
+// Close stops the shards, then stops and closes every port and frees the
+// pool. The EAL keeps running (dpdk.Cleanup ends it).
+func (e *Engine) Close() error {
+	e.Stop()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	err := e.closePorts()
+	if e.pool != nil {
+		e.pool.Free()
+	}
+	return err
+}
+
+func (e *Engine) closePorts() error {
+	var errs []error
+	for _, p := range e.ports {
+		if err := p.id.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := p.id.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
