@@ -357,10 +357,13 @@ func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
 		s.c.Drops[DropUnknownPeer]++
 		return
 	}
+	// Learn a MAC from data only when we have none: the frame is not yet
+	// verified (the core checks its CRC), so a forged one must not be
+	// able to move a known neighbour. ARP may.
 	if e := &s.neigh.byPeer[peer]; !e.known {
 		s.c.ARPLearned++
+		s.neigh.learn(peer, f.SrcMAC)
 	}
-	s.neigh.learn(peer, f.SrcMAC)
 	s.c.RxDelivered++
 	s.tr.Receive(now, f.Payload, metaroce.RxMeta{Peer: peer, Plane: metaroce.PlaneID(i), CE: f.CE})
 }
