@@ -109,3 +109,27 @@ func cFlags() []uint64 {
 func mbufs(s []*Mbuf) **C.struct_rte_mbuf {
 	return (**C.struct_rte_mbuf)(unsafe.Pointer(unsafe.SliceData(s)))
 }
+
+// NewMbufArray returns an array of n mbuf pointers in C memory, as a Go
+// slice. Burst arrays passed to DPDK on every call should live there: cgo
+// checks a Go-memory argument element by element for Go pointers on every
+// call (it showed as a third of a shard's CPU time), C memory it does not.
+// Appending beyond cap(s) would move it to the Go heap; callers must not.
+// Free it with FreeMbufArray.
+func NewMbufArray(n int) []*Mbuf {
+	if n <= 0 {
+		return nil
+	}
+	p := C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof((*Mbuf)(nil))))
+	if p == nil {
+		panic("dpdk: out of C memory for an mbuf array")
+	}
+	return unsafe.Slice((**Mbuf)(p), n)
+}
+
+// FreeMbufArray releases an array from NewMbufArray (not the mbufs in it).
+func FreeMbufArray(s []*Mbuf) {
+	if cap(s) > 0 {
+		C.free(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	}
+}

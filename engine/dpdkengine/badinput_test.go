@@ -115,7 +115,8 @@ func blast(t *testing.T, a, b PortInfo, udpPort uint16, rounds int, stop <-chan 
 	defer pool.Free()
 	rng := rand.New(rand.NewPCG(7, 7))
 	sent := make([]int, len(badKinds))
-	ms := make([]*dpdk.Mbuf, len(badKinds))
+	ms := dpdk.NewMbufArray(len(badKinds))
+	defer dpdk.FreeMbufArray(ms)
 	for r := 0; r < rounds; r++ {
 		require.NoError(t, pool.AllocBulk(ms))
 		for k, bk := range badKinds {

@@ -56,10 +56,12 @@ type Shard struct {
 	burst  int
 	maxLen int
 
+	// Burst arrays live in C memory (dpdk.NewMbufArray) and never grow
+	// past their capacity.
 	rxb   []*dpdk.Mbuf
 	frees []*dpdk.Mbuf
 	spare []*dpdk.Mbuf   // allocated, not yet used for tx
-	pend  [][]*dpdk.Mbuf // per port: built, not yet taken by the queue
+	pend  [][]*dpdk.Mbuf // per port: built, not yet taken by the queue (cap 4 bursts)
 	hdr   []Header       // per port: our side of the headers
 
 	cmdMu   sync.Mutex
@@ -87,15 +89,15 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO) (*Shard, error) {
 	}
 	s := &Shard{e: e, tr: tr, io: io, ports: e.ports, neigh: neigh, imp: newImpairer(cfg.Impair),
 		burst: cfg.Burst, maxLen: tr.MaxPacketLen(),
-		rxb: make([]*dpdk.Mbuf, cfg.Burst), frees: make([]*dpdk.Mbuf, 0, cfg.Burst),
-		spare: make([]*dpdk.Mbuf, 0, cfg.Burst),
+		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
+		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
 		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now()}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
 	}
 	for _, p := range e.ports {
-		s.pend = append(s.pend, make([]*dpdk.Mbuf, 0, 2*cfg.Burst))
+		s.pend = append(s.pend, dpdk.NewMbufArray(4*cfg.Burst)[:0])
 		s.hdr = append(s.hdr, Header{SrcMAC: p.mac, SrcIP: p.ip, DstPort: cfg.UDPPort, ECT: true,
 			SoftIPChecksum: !p.txIPOffload, SoftUDPChecksum: p.udpSoft, OffloadUDP: p.txUDPOffload})
 	}
@@ -255,6 +257,10 @@ func (s *Shard) drain() {
 		}
 		s.imp.held, s.imp.prev = s.imp.held[:0], s.imp.prev[:0]
 	}
+	for _, a := range append(s.pend, s.rxb, s.frees, s.spare) {
+		dpdk.FreeMbufArray(a)
+	}
+	s.pend, s.rxb, s.frees, s.spare = nil, nil, nil, nil
 }
 
 // poll receives one burst from every port and hands each packet to the
@@ -384,7 +390,7 @@ func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool
 		}
 		s.neigh.learn(peer, a.SenderMAC)
 	}
-	if a.Op != arpRequest || a.TargetIP != p.ip {
+	if a.Op != arpRequest || a.TargetIP != p.ip || len(s.pend[i]) == cap(s.pend[i]) {
 		return false
 	}
 	n := WriteARP(m.Room(), arpReply, p.mac, p.ip, a.SenderMAC, a.SenderIP)
@@ -402,8 +408,8 @@ func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool
 func (s *Shard) transmit(now metaroce.Time) int {
 	for i := range s.pend {
 		s.flush(i)
-		if len(s.pend[i]) >= s.burst {
-			return 0
+		if len(s.pend[i]) > cap(s.pend[i])-2*s.burst {
+			return 0 // the queue is full: produce nothing until it drains
 		}
 	}
 	made := 0
