@@ -8,4 +8,9 @@
 // a Go pointer (every array C reads or writes during a call is either C
 // memory or Go memory holding only C pointers, used only for the call);
 // struct layouts Go reads directly are locked with _Static_assert.
+//
+// The Go packages that include these headers (dpdk/, lcore/) hold
+// symlinks to them: the go build cache hashes only the files of a
+// package's own directory, so without the links a change here would not
+// rebuild them.
 package cgo

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/dpdk"
+	"github.com/metaroce/metaroce/lcore"
 	"github.com/metaroce/metaroce/mempool"
 	"github.com/metaroce/metaroce/metaroce"
 )
@@ -21,7 +22,6 @@ type port struct {
 	mac    MAC
 	ip     IPv4
 	queues int
-	ours   Ours
 
 	txIPOffload, txUDPOffload bool
 	rxIPOffload, rxUDPOffload bool
@@ -40,6 +40,8 @@ type Engine struct {
 	ports  []*port
 	mu     sync.Mutex
 	shards []*Shard
+	loops  []*lcore.Loop
+	neigh  *neighTable
 	closed bool
 }
 
@@ -60,7 +62,11 @@ func Start(cfg Config, warn io.Writer) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e := &Engine{cfg: cfg}
+	neigh, err := newNeighTable(cfg.Neighbours)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, neigh: neigh}
 	pool, err := mempool.NewMbufPool(fmt.Sprintf("mr_pool_%d", engineSeq.Add(1)), cfg.PoolSize, cfg.DataRoom, warn)
 	if err != nil {
 		return nil, err
@@ -125,7 +131,6 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 		return nil, err
 	}
 	p.mac = MAC(mac)
-	p.ours = Ours{MAC: p.mac, IP: ip, Port: e.cfg.UDPPort}
 	if err := id.Start(); err != nil {
 		return nil, err
 	}
@@ -198,7 +203,7 @@ func (e *Engine) Run(tr metaroce.Transport) (*Shard, error) {
 	if len(e.shards) > 0 {
 		return nil, errors.New("dpdk engine: queue 0 already has a shard")
 	}
-	s, err := newShard(e, tr, &directIO{ports: e.ports, q: 0})
+	s, err := newShard(e, tr, &directIO{ports: e.ports, q: 0}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +241,13 @@ func (e *Engine) Stop() {
 	for _, s := range shards {
 		<-s.done
 	}
+	e.mu.Lock()
+	loops := e.loops
+	e.loops = nil
+	e.mu.Unlock()
+	for _, l := range loops {
+		l.Stop() // after the shards: it frees what is left in the rings
+	}
 }
 
 // Close stops the shards, then stops and closes every port and frees the
@@ -266,4 +278,77 @@ func (e *Engine) closePorts() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ringIO: the shard's frames come from and go to rte_rings of the lcore
+// loops, one loop per port.
+type ringIO struct {
+	loops []*lcore.Loop
+	k     int
+}
+
+func (r *ringIO) rx(i int, out []*dpdk.Mbuf) int  { return r.loops[i].RxRing(r.k).Dequeue(out) }
+func (r *ringIO) tx(i int, pkts []*dpdk.Mbuf) int { return r.loops[i].TxRing(r.k).Enqueue(pkts) }
+
+// RunSharded starts one C lcore loop per port, on lcores[i] for port i
+// (EAL worker lcores), owning queue 0 of that port, and one shard per
+// transport. Shard k listens on UDP port UDPPort+k and sends to the same
+// port at its peers, so shard k of one host talks to shard k of another;
+// the loops steer on that destination port, which spraying never changes,
+// so each connection stays on one shard. Each transport then belongs to
+// its shard's goroutine (use Shard.Do).
+func (e *Engine) RunSharded(trs []metaroce.Transport, lcores []int) ([]*Shard, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.New("dpdk engine: closed")
+	}
+	if len(e.shards) > 0 {
+		return nil, errors.New("dpdk engine: shards already run")
+	}
+	if len(lcores) != len(e.ports) {
+		return nil, fmt.Errorf("dpdk engine: %d lcores for %d ports (one loop per port)", len(lcores), len(e.ports))
+	}
+	if len(trs) < 1 || len(trs) > lcore.MaxShards || int(e.cfg.UDPPort)+len(trs) > 65536 {
+		return nil, fmt.Errorf("dpdk engine: %d shards outside 1..%d", len(trs), lcore.MaxShards)
+	}
+	for i, p := range e.ports {
+		l, err := lcore.Launch(lcore.Config{Lcore: lcores[i], Port: p.id, Shards: len(trs), BasePort: e.cfg.UDPPort,
+			Burst: min(e.cfg.Burst, 64), MaxSleepUs: int(e.cfg.MaxIdleSleep / time.Microsecond)})
+		if err != nil {
+			for _, l := range e.loops {
+				l.Stop()
+			}
+			e.loops = nil
+			return nil, err
+		}
+		e.loops = append(e.loops, l)
+	}
+	var out []*Shard
+	for k, tr := range trs {
+		s, err := newShard(e, tr, &ringIO{loops: e.loops, k: k}, k)
+		if err == nil {
+			err = e.startShard(s)
+		}
+		if err != nil {
+			e.mu.Unlock()
+			e.Stop()
+			e.mu.Lock()
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// LoopStats returns the counters of the lcore loops (one per port), or
+// nil when the shards are attached directly.
+func (e *Engine) LoopStats() []lcore.Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []lcore.Stats
+	for _, l := range e.loops {
+		out = append(out, l.Stats())
+	}
+	return out
 }

@@ -25,7 +25,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	args := []string{"-l", "0", "--no-huge", "-m", "1024", "--no-pci", "--no-telemetry",
+	args := []string{"--lcores", "0@(0-1),1@(0-1),2@(0-1)", "--no-huge", "-m", "1024", "--no-pci", "--no-telemetry",
 		"--file-prefix", fmt.Sprintf("mreng%d", os.Getpid()), "--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error"}
 	for k := 0; k < memifPairs; k++ {
 		sock := filepath.Join(dir, fmt.Sprintf("memif%d.sock", k))

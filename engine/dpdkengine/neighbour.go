@@ -1,6 +1,11 @@
 package dpdkengine
 
-import "github.com/metaroce/metaroce/metaroce"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/metaroce/metaroce/metaroce"
+)
 
 // maxPeers bounds the neighbour table: static peers plus peers learned from
 // arriving packets (a new source address gets the next free handle).
@@ -9,35 +14,40 @@ const maxPeers = 4096
 // arpRetry is how often an unresolved neighbour is asked for again.
 const arpRetry = 100 * 1000 * 1000 // 100ms in ns
 
-type neighbour struct {
-	used    bool
-	ip      IPv4
-	mac     MAC
-	known   bool // mac is valid
-	static  bool // mac came from the profile: ARP never changes it
-	lastARP metaroce.Time
-	asked   bool
+const (
+	macKnown  = uint64(1) << 63
+	macStatic = uint64(1) << 62
+)
+
+// neighTable is the engine's neighbour table, shared by its shards: an ARP
+// reply reaches one shard (the lcore loop sends ARP to shard 0), but every
+// shard must learn from it. Handles and addresses are assigned under mu
+// and never change afterwards; MACs are atomics, read on every sent packet
+// without a lock.
+type neighTable struct {
+	mu   sync.Mutex
+	byIP map[IPv4]metaroce.PeerHandle
+	next metaroce.PeerHandle
+	ip   [maxPeers]IPv4
+	used [maxPeers]atomic.Bool
+	mac  [maxPeers]atomic.Uint64 // macKnown | macStatic | 48-bit MAC
 }
 
-// neighbours maps peer handles to addresses and back. Owned by one shard.
-type neighbours struct {
-	byPeer []neighbour
-	byIP   map[IPv4]metaroce.PeerHandle
-	next   metaroce.PeerHandle
-}
-
-func newNeighbours(static []Neighbour) (*neighbours, error) {
-	t := &neighbours{byPeer: make([]neighbour, maxPeers), byIP: make(map[IPv4]metaroce.PeerHandle, 64)}
+func newNeighTable(static []Neighbour) (*neighTable, error) {
+	t := &neighTable{byIP: make(map[IPv4]metaroce.PeerHandle)}
 	for _, n := range static {
 		ip, err := parseIP(n.IP)
 		if err != nil {
 			return nil, err
 		}
-		e := &t.byPeer[n.Peer]
-		e.used, e.ip = true, ip
+		t.ip[n.Peer] = ip
+		t.used[n.Peer].Store(true)
 		if n.MAC != "" {
-			e.mac, _ = parseMAC(n.MAC)
-			e.known, e.static = true, true
+			m, err := parseMAC(n.MAC)
+			if err != nil {
+				return nil, err
+			}
+			t.mac[n.Peer].Store(macKnown | macStatic | macBits(m))
 		}
 		t.byIP[ip] = metaroce.PeerHandle(n.Peer)
 		t.next = max(t.next, metaroce.PeerHandle(n.Peer)+1)
@@ -45,40 +55,85 @@ func newNeighbours(static []Neighbour) (*neighbours, error) {
 	return t, nil
 }
 
-// get returns the neighbour of a peer handle, or nil.
-func (t *neighbours) get(p metaroce.PeerHandle) *neighbour {
-	if int(p) >= len(t.byPeer) || !t.byPeer[p].used {
-		return nil
-	}
-	return &t.byPeer[p]
+func macBits(m MAC) uint64 {
+	return uint64(m[0])<<40 | uint64(m[1])<<32 | uint64(m[2])<<24 | uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
 }
 
-// lookup returns the handle of ip, adding it when learn is set and there is
-// room; ok is false when ip is unknown and was not added.
-func (t *neighbours) lookup(ip IPv4, learn bool) (metaroce.PeerHandle, bool) {
-	if p, ok := t.byIP[ip]; ok {
+func bitsMAC(v uint64) MAC {
+	return MAC{byte(v >> 40), byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+}
+
+// neighbours is one shard's view of the table: a private cache of the
+// address-to-handle map (no lock per packet) and its own ARP timers.
+type neighbours struct {
+	t       *neighTable
+	cache   map[IPv4]metaroce.PeerHandle
+	lastARP []metaroce.Time
+	asked   []bool
+}
+
+func newNeighbours(t *neighTable) *neighbours {
+	return &neighbours{t: t, cache: make(map[IPv4]metaroce.PeerHandle, 64),
+		lastARP: make([]metaroce.Time, maxPeers), asked: make([]bool, maxPeers)}
+}
+
+// addr returns a peer's IPv4 address and MAC (known false when the MAC is
+// not resolved yet); ok is false for a handle nobody assigned.
+func (n *neighbours) addr(p metaroce.PeerHandle) (ip IPv4, mac MAC, known, ok bool) {
+	if int(p) >= maxPeers || !n.t.used[p].Load() {
+		return ip, mac, false, false
+	}
+	v := n.t.mac[p].Load()
+	return n.t.ip[p], bitsMAC(v), v&macKnown != 0, true
+}
+
+// lookup returns the handle of ip, adding it to the shared table when
+// learn is set and there is room; ok is false when ip is unknown and was
+// not added.
+func (n *neighbours) lookup(ip IPv4, learn bool) (metaroce.PeerHandle, bool) {
+	if p, ok := n.cache[ip]; ok {
 		return p, true
 	}
-	if !learn {
-		return 0, false
-	}
-	for int(t.next) < len(t.byPeer) && t.byPeer[t.next].used {
+	t := n.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.byIP[ip]
+	if !ok {
+		if !learn {
+			return 0, false
+		}
+		for int(t.next) < maxPeers && t.used[t.next].Load() {
+			t.next++
+		}
+		if int(t.next) >= maxPeers {
+			return 0, false
+		}
+		p = t.next
 		t.next++
+		t.ip[p] = ip
+		t.used[p].Store(true)
+		t.byIP[ip] = p
 	}
-	if int(t.next) >= len(t.byPeer) {
-		return 0, false
-	}
-	p := t.next
-	t.next++
-	t.byPeer[p] = neighbour{used: true, ip: ip}
-	t.byIP[ip] = p
+	n.cache[ip] = p
 	return p, true
 }
 
-// learn records the MAC seen for a peer (unless the profile fixed it).
-func (t *neighbours) learn(p metaroce.PeerHandle, mac MAC) {
-	e := &t.byPeer[p]
-	if !e.static && (!e.known || e.mac != mac) && mac != broadcastMAC && mac[0]&1 == 0 {
-		e.mac, e.known = mac, true
+// known reports whether p's MAC is resolved.
+func (n *neighbours) known(p metaroce.PeerHandle) bool { return n.t.mac[p].Load()&macKnown != 0 }
+
+// learn records the MAC seen for a peer, unless the profile fixed it. It
+// reports whether the peer had no MAC before.
+func (n *neighbours) learn(p metaroce.PeerHandle, mac MAC) bool {
+	if mac == broadcastMAC || mac[0]&1 != 0 {
+		return false
+	}
+	for {
+		old := n.t.mac[p].Load()
+		if old&macStatic != 0 || (old&macKnown != 0 && bitsMAC(old) == mac) {
+			return false
+		}
+		if n.t.mac[p].CompareAndSwap(old, macKnown|macBits(mac)) {
+			return old&macKnown == 0
+		}
 	}
 }

@@ -63,6 +63,8 @@ type Shard struct {
 	spare []*dpdk.Mbuf   // allocated, not yet used for tx
 	pend  [][]*dpdk.Mbuf // per port: built, not yet taken by the queue (cap 4 bursts)
 	hdr   []Header       // per port: our side of the headers
+	ours  []Ours         // per port: what a frame must be addressed to
+	index int            // shard number: it listens on UDP port UDPPort+index
 
 	cmdMu   sync.Mutex
 	cmds    []cmd
@@ -81,24 +83,23 @@ type cmd struct {
 	done chan struct{}
 }
 
-func newShard(e *Engine, tr metaroce.Transport, io shardIO) (*Shard, error) {
+func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, error) {
 	cfg := e.cfg
-	neigh, err := newNeighbours(cfg.Neighbours)
-	if err != nil {
-		return nil, err
-	}
+	neigh := newNeighbours(e.neigh)
 	s := &Shard{e: e, tr: tr, io: io, ports: e.ports, neigh: neigh, imp: newImpairer(cfg.Impair),
 		burst: cfg.Burst, maxLen: tr.MaxPacketLen(),
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
 		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
-		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now()}
+		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
 	}
 	for _, p := range e.ports {
 		s.pend = append(s.pend, dpdk.NewMbufArray(4*cfg.Burst)[:0])
-		s.hdr = append(s.hdr, Header{SrcMAC: p.mac, SrcIP: p.ip, DstPort: cfg.UDPPort, ECT: true,
+		udp := cfg.UDPPort + uint16(index)
+		s.ours = append(s.ours, Ours{MAC: p.mac, IP: p.ip, Port: udp})
+		s.hdr = append(s.hdr, Header{SrcMAC: p.mac, SrcIP: p.ip, DstPort: udp, ECT: true,
 			SoftIPChecksum: !p.txIPOffload, SoftUDPChecksum: p.udpSoft, OffloadUDP: p.txUDPOffload})
 	}
 	return s, nil
@@ -320,7 +321,7 @@ func (s *Shard) handle(now metaroce.Time, i int, m *dpdk.Mbuf) bool {
 	if s.imp != nil {
 		// Impair only what is addressed to us; the rest is dropped below
 		// for its own reason.
-		if _, d := ParseUDP(frame, &s.ports[i].ours, s.checks(i, m)); d == DropNone {
+		if _, d := ParseUDP(frame, &s.ours[i], s.checks(i, m)); d == DropNone {
 			switch s.imp.verdict() {
 			case 1:
 				s.c.Drops[DropImpaired]++
@@ -353,7 +354,7 @@ func (s *Shard) checks(i int, m *dpdk.Mbuf) Checks {
 // deliver parses an IPv4 frame and hands its payload to the transport,
 // which copies the data once, straight from the mbuf to its final address.
 func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
-	f, d := ParseUDP(m.Data(), &s.ports[i].ours, s.checks(i, m))
+	f, d := ParseUDP(m.Data(), &s.ours[i], s.checks(i, m))
 	if d != DropNone {
 		s.c.Drops[d]++
 		return
@@ -366,9 +367,8 @@ func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
 	// Learn a MAC from data only when we have none: the frame is not yet
 	// verified (the core checks its CRC), so a forged one must not be
 	// able to move a known neighbour. ARP may.
-	if e := &s.neigh.byPeer[peer]; !e.known {
+	if !s.neigh.known(peer) && s.neigh.learn(peer, f.SrcMAC) {
 		s.c.ARPLearned++
-		s.neigh.learn(peer, f.SrcMAC)
 	}
 	s.c.RxDelivered++
 	s.tr.Receive(now, f.Payload, metaroce.RxMeta{Peer: peer, Plane: metaroce.PlaneID(i), CE: f.CE})
@@ -384,11 +384,8 @@ func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool
 		return false
 	}
 	p := s.ports[i]
-	if peer, ok := s.neigh.lookup(a.SenderIP, false); ok {
-		if e := &s.neigh.byPeer[peer]; !e.known {
-			s.c.ARPLearned++
-		}
-		s.neigh.learn(peer, a.SenderMAC)
+	if peer, ok := s.neigh.lookup(a.SenderIP, false); ok && s.neigh.learn(peer, a.SenderMAC) {
+		s.c.ARPLearned++
 	}
 	if a.Op != arpRequest || a.TargetIP != p.ip || len(s.pend[i]) == cap(s.pend[i]) {
 		return false
@@ -430,13 +427,13 @@ func (s *Shard) transmit(now metaroce.Time) int {
 		}
 		made++
 		i := int(meta.Plane) % len(s.ports)
-		nb := s.neigh.get(meta.Peer)
-		if nb == nil || !nb.known {
+		ip, mac, known, ok := s.neigh.addr(meta.Peer)
+		if !known {
 			s.c.NoNeighbour++
-			if nb != nil && (!nb.asked || now-nb.lastARP >= arpRetry) {
-				nb.asked, nb.lastARP = true, now
+			if pr := meta.Peer; ok && (!s.neigh.asked[pr] || now-s.neigh.lastARP[pr] >= arpRetry) {
+				s.neigh.asked[pr], s.neigh.lastARP[pr] = true, now
 				p := s.ports[i]
-				m.SetLen(WriteARP(room, arpRequest, p.mac, p.ip, MAC{}, nb.ip))
+				m.SetLen(WriteARP(room, arpRequest, p.mac, p.ip, MAC{}, ip))
 				m.SetTxOffload(0, 0, 0, 0)
 				s.spare = s.spare[:len(s.spare)-1]
 				s.pend[i] = append(s.pend[i], m)
@@ -445,7 +442,7 @@ func (s *Shard) transmit(now metaroce.Time) int {
 			continue // the mbuf is reused; the core resends the packet later
 		}
 		h := &s.hdr[i]
-		h.DstMAC, h.DstIP, h.SrcPort, h.ECT = nb.mac, nb.ip, uint16(meta.Entropy), meta.ECT
+		h.DstMAC, h.DstIP, h.SrcPort, h.ECT = mac, ip, uint16(meta.Entropy), meta.ECT
 		m.SetLen(WriteHeaders(room, h, meta.Len))
 		if p := s.ports[i]; p.txFlags != 0 {
 			m.SetTxOffload(p.txFlags, EthHdrLen, IPv4HdrLen, 0)

@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	args := []string{"-l", "0", "--no-pci", "--no-telemetry", "--file-prefix", fmt.Sprintf("mrraw%d", os.Getpid()),
+	args := []string{"--lcores", "0@(0-1)", "--no-pci", "--no-telemetry", "--file-prefix", fmt.Sprintf("mrraw%d", os.Getpid()),
 		"--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error"}
 	// Benchmarks use 2 MiB hugepages when scripts/setup-hugepages.sh has
 	// reserved enough (and MR_NO_HUGE is unset); tests run without.
