@@ -96,7 +96,7 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 			s.maxLen, HdrLen, room)
 	}
 	for _, p := range e.ports {
-		s.pend = append(s.pend, dpdk.NewMbufArray(4*cfg.Burst)[:0])
+		s.pend = append(s.pend, dpdk.NewMbufArray(4 * cfg.Burst)[:0])
 		udp := cfg.UDPPort + uint16(index)
 		s.ours = append(s.ours, Ours{MAC: p.mac, IP: p.ip, Port: udp})
 		s.hdr = append(s.hdr, Header{SrcMAC: p.mac, SrcIP: p.ip, DstPort: udp, ECT: true,
