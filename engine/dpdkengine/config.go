@@ -8,10 +8,13 @@ package dpdkengine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -64,8 +67,13 @@ type PortConfig struct {
 	// Name is the DPDK device name: a vdev name (net_memif0, net_af_packet0)
 	// or a PCI address (0000:3b:00.0).
 	Name string `yaml:"name"`
-	// IP is our IPv4 address on this port.
+	// IP is our IPv4 address on this port, optionally with its prefix
+	// length ("10.1.0.2/24"; default /32: every peer is on-link).
 	IP string `yaml:"ip"`
+	// Gateway is the next hop for peers outside IP's prefix (optional).
+	// Its MAC is resolved with ARP; without a gateway every peer must be
+	// on-link (or answered for by proxy ARP).
+	Gateway string `yaml:"gateway"`
 	// Queues is the rx/tx queue pairs to configure. Default 1; shard
 	// traffic uses queue 0, extra queues are free for other senders.
 	Queues int `yaml:"queues"`
@@ -135,8 +143,16 @@ func (c Config) Validate() error {
 		if p.Name == "" {
 			bad(fmt.Sprintf("ports[%d].name", i), "empty")
 		}
-		if _, err := parseIP(p.IP); err != nil {
+		if _, _, err := parseCIDR(p.IP); err != nil {
 			bad(fmt.Sprintf("ports[%d].ip", i), "%v", err)
+		}
+		if p.Gateway != "" {
+			gw, err := parseIP(p.Gateway)
+			if err != nil {
+				bad(fmt.Sprintf("ports[%d].gateway", i), "%v", err)
+			} else if ip, bits, err := parseCIDR(p.IP); err == nil && !sameSubnet(ip, gw, bits) {
+				bad(fmt.Sprintf("ports[%d].gateway", i), "%s is not inside %s", p.Gateway, p.IP)
+			}
 		}
 		if p.Queues < 1 || p.Queues > 64 {
 			bad(fmt.Sprintf("ports[%d].queues", i), "%d outside 1..64", p.Queues)
@@ -228,6 +244,31 @@ func parseIP(s string) (IPv4, error) {
 		return IPv4{}, fmt.Errorf("%q is not an IPv4 address", s)
 	}
 	return IPv4(ip), nil
+}
+
+// parseCIDR accepts "a.b.c.d" (prefix 32) or "a.b.c.d/n".
+func parseCIDR(s string) (IPv4, int, error) {
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		ip, err := parseIP(s[:i])
+		if err != nil {
+			return ip, 0, err
+		}
+		n, err := strconv.Atoi(s[i+1:])
+		if err != nil || n < 0 || n > 32 {
+			return ip, 0, fmt.Errorf("%q: prefix length must be 0..32", s)
+		}
+		return ip, n, nil
+	}
+	ip, err := parseIP(s)
+	return ip, 32, err
+}
+
+func sameSubnet(a, b IPv4, bits int) bool {
+	mask := ^uint32(0) << (32 - bits)
+	if bits == 0 {
+		mask = 0
+	}
+	return binary.BigEndian.Uint32(a[:])&mask == binary.BigEndian.Uint32(b[:])&mask
 }
 
 func parseMAC(s string) (MAC, error) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/metaroce"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -48,6 +50,9 @@ func TestValidateNamesKeys(t *testing.T) {
 		}, "neighbours[1].peer"},
 		{func(c *Config) { c.Neighbours = []Neighbour{{Peer: maxPeers, IP: "1.2.3.4"}} }, "neighbours[0].peer"},
 		{func(c *Config) { c.Checksum = "hw" }, "checksum"},
+		{func(c *Config) { c.Ports[0].IP = "10.0.0.1/33" }, "ports[0].ip"},
+		{func(c *Config) { c.Ports[0].IP, c.Ports[0].Gateway = "10.0.0.1/24", "10.0.1.1" }, "ports[0].gateway"},
+		{func(c *Config) { c.Ports[0].Gateway = "nope" }, "ports[0].gateway"},
 		{func(c *Config) { c.Impair.Loss = 1 }, "impair.loss"},
 		{func(c *Config) { c.Impair.Reorder = -0.1 }, "impair.reorder"},
 		{func(c *Config) { c.PoolSize = 10 }, "pool_size"},
@@ -60,6 +65,24 @@ func TestValidateNamesKeys(t *testing.T) {
 		require.ErrorContains(t, c.Validate(), tc.want)
 	}
 	require.NoError(t, Config{Ports: []PortConfig{{Name: "p", IP: "10.0.0.1"}}}.Defaults().Validate())
+}
+
+func TestSubnets(t *testing.T) {
+	ip, bits, err := parseCIDR("10.1.0.2/24")
+	require.NoError(t, err)
+	require.Equal(t, IPv4{10, 1, 0, 2}, ip)
+	require.Equal(t, 24, bits)
+	require.True(t, sameSubnet(ip, IPv4{10, 1, 0, 1}, 24))
+	require.False(t, sameSubnet(ip, IPv4{10, 2, 0, 2}, 24))
+	require.True(t, sameSubnet(ip, IPv4{1, 2, 3, 4}, 0))
+	_, bits, err = parseCIDR("10.1.0.2")
+	require.NoError(t, err)
+	require.Equal(t, 32, bits)
+	p := &port{ip: ip, bits: 24, gw: 7}
+	require.Equal(t, metaroce.PeerHandle(3), p.nextHop(3, IPv4{10, 1, 0, 9}))
+	require.Equal(t, metaroce.PeerHandle(7), p.nextHop(3, IPv4{10, 2, 0, 9}))
+	p.gw = noGateway
+	require.Equal(t, metaroce.PeerHandle(3), p.nextHop(3, IPv4{10, 2, 0, 9}))
 }
 
 func TestSplitArgs(t *testing.T) {

@@ -21,12 +21,25 @@ type port struct {
 	name   string
 	mac    MAC
 	ip     IPv4
+	bits   int                 // prefix length of ip
+	gw     metaroce.PeerHandle // neighbour handle of the gateway, or noGateway
 	queues int
 
 	txIPOffload, txUDPOffload bool
 	rxIPOffload, rxUDPOffload bool
 	udpSoft                   bool
 	txFlags                   uint64 // ol_flags for every data frame
+}
+
+const noGateway = metaroce.PeerHandle(1<<32 - 1)
+
+// nextHop returns the neighbour whose MAC a packet to ip needs: the peer
+// itself when on-link, else the port's gateway.
+func (p *port) nextHop(peer metaroce.PeerHandle, ip IPv4) metaroce.PeerHandle {
+	if p.gw == noGateway || sameSubnet(p.ip, ip, p.bits) {
+		return peer
+	}
+	return p.gw
 }
 
 // Engine is the DPDK backend: the EAL, one mbuf pool, the ports, and the
@@ -97,8 +110,18 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 		return nil, fmt.Errorf("dpdk engine: port %s: %d queues asked, driver %s allows %d rx / %d tx",
 			pc.Name, pc.Queues, info.Driver, info.MaxRxQueues, info.MaxTxQueues)
 	}
-	ip, _ := parseIP(pc.IP)
-	p := &port{id: id, name: pc.Name, ip: ip, queues: pc.Queues}
+	ip, bits, _ := parseCIDR(pc.IP)
+	p := &port{id: id, name: pc.Name, ip: ip, bits: bits, queues: pc.Queues, gw: noGateway}
+	if pc.Gateway != "" {
+		gw, _ := parseIP(pc.Gateway)
+		// The gateway gets a handle in the neighbour table, so ARP
+		// resolves and refreshes it like any neighbour.
+		h, ok := newNeighbours(e.neigh).lookup(gw, true)
+		if !ok {
+			return nil, fmt.Errorf("dpdk engine: port %s: neighbour table full", pc.Name)
+		}
+		p.gw = h
+	}
 	var rxoff, txoff uint64
 	if e.cfg.Checksum == "auto" {
 		// Offload what the port offers; the rest is done in software.

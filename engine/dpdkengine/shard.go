@@ -428,6 +428,16 @@ func (s *Shard) transmit(now metaroce.Time) int {
 		made++
 		i := int(meta.Plane) % len(s.ports)
 		ip, mac, known, ok := s.neigh.addr(meta.Peer)
+		if ok {
+			if hop := s.ports[i].nextHop(meta.Peer, ip); hop != meta.Peer {
+				var hopIP IPv4
+				hopIP, mac, known, _ = s.neigh.addr(hop)
+				if !known {
+					ip = hopIP // resolve the gateway, not the peer
+				}
+				meta.Peer = hop
+			}
+		}
 		if !known {
 			s.c.NoNeighbour++
 			if pr := meta.Peer; ok && (!s.neigh.asked[pr] || now-s.neigh.lastARP[pr] >= arpRetry) {
