@@ -87,9 +87,10 @@ func Malloc(name string, n, align int) ([]byte, error) {
 	return unsafe.Slice((*byte)(p), n), nil
 }
 
-// FreeMem releases memory from Malloc.
+// FreeMem releases memory from Malloc. After Cleanup all DPDK memory is
+// gone already and FreeMem does nothing.
 func FreeMem(b []byte) {
-	if len(b) > 0 {
+	if len(b) > 0 && Initialized() {
 		C.rte_free(unsafe.Pointer(unsafe.SliceData(b)))
 	}
 }

@@ -21,6 +21,14 @@ func TestLcoreShards(t *testing.T) {
 	var eng [2]*Engine
 	var sh [2][]*Shard
 	var eps [2][]*metaroce.Endpoint
+	var pairs []*memifPair
+	t.Cleanup(func() { // after the engines stop (registered first, runs last)
+		for _, p := range pairs {
+			for _, r := range p.regs {
+				require.NoError(t, r.Free())
+			}
+		}
+	})
 	for i := 0; i < 2; i++ {
 		cfg := Config{Ports: []PortConfig{{Name: fmt.Sprintf("net_memif%d", 6+i), IP: ips[i]}}, PoolSize: 8191,
 			MaxIdleSleep: 50 * time.Microsecond}
@@ -52,7 +60,8 @@ func TestLcoreShards(t *testing.T) {
 	done := make(chan struct{}, shards)
 	res := make([]xferResult, shards)
 	for k := 0; k < shards; k++ {
-		p := &memifPair{t: t, eng: eng, sh: [2]*Shard{sh[0][k], sh[1][k]}, ep: [2]*metaroce.Endpoint{eps[0][k], eps[1][k]}}
+		p := &memifPair{t: t, lossless: true, eng: eng, sh: [2]*Shard{sh[0][k], sh[1][k]}, ep: [2]*metaroce.Endpoint{eps[0][k], eps[1][k]}}
+		pairs = append(pairs, p)
 		go func() {
 			defer func() { done <- struct{}{} }()
 			res[k] = p.transfer(xfer{writeN: 1 << 20, sendN: 128 << 10, sendMsgs: 2, readN: 512 << 10}, uint64(k))
