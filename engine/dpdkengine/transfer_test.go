@@ -17,10 +17,10 @@ import (
 // metaroce endpoint on its shard: A (10.0.0.1) connects, B (10.0.0.2)
 // accepts.
 type memifPair struct {
-	t      *testing.T
-	eng    [2]*Engine
-	sh     [2]*Shard
-	ep     [2]*metaroce.Endpoint
+	t        *testing.T
+	eng      [2]*Engine
+	sh       [2]*Shard
+	ep       [2]*metaroce.Endpoint
 	regs     []*mempool.Region
 	queues   int
 	lossless bool // no impairment: every byte must be placed exactly once
