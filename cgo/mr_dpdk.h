@@ -55,46 +55,50 @@ static inline uint64_t mr_tx_offload_value(uint16_t l2, uint16_t l3, uint16_t l4
 
 static inline int mr_errno(void) { return rte_errno; }
 
-static inline uint16_t mr_rx_burst(uint16_t port, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
+/* Burst arrays are passed as uintptr_t: they live in C memory
+ * (dpdk.NewMbufArray) and a pointer argument would make cgo check it for
+ * Go pointers on every call. */
+static inline uint16_t mr_rx_burst(uint16_t port, uint16_t q, uintptr_t pkts, uint16_t n)
 {
-	return rte_eth_rx_burst(port, q, pkts, n);
+	return rte_eth_rx_burst(port, q, (struct rte_mbuf **)pkts, n);
 }
 
 /* mr_tx_burst sends up to n mbufs; the caller owns (and must free or retry)
  * pkts[ret..n). */
-static inline uint16_t mr_tx_burst(uint16_t port, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
+static inline uint16_t mr_tx_burst(uint16_t port, uint16_t q, uintptr_t pkts, uint16_t n)
 {
-	return rte_eth_tx_burst(port, q, pkts, n);
+	return rte_eth_tx_burst(port, q, (struct rte_mbuf **)pkts, n);
 }
 
 /* mr_tx_burst_free sends up to n mbufs and frees what the queue refused, so
  * a whole burst costs one cgo call. Returns how many were sent. */
-static inline uint16_t mr_tx_burst_free(uint16_t port, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
+static inline uint16_t mr_tx_burst_free(uint16_t port, uint16_t q, uintptr_t p, uint16_t n)
 {
+	struct rte_mbuf **pkts = (struct rte_mbuf **)p;
 	uint16_t sent = rte_eth_tx_burst(port, q, pkts, n);
 	if (sent < n)
 		rte_pktmbuf_free_bulk(pkts + sent, n - sent);
 	return sent;
 }
 
-static inline int mr_alloc_bulk(struct rte_mempool *mp, struct rte_mbuf **pkts, unsigned n)
+static inline int mr_alloc_bulk(uintptr_t mp, uintptr_t pkts, unsigned n)
 {
-	return rte_pktmbuf_alloc_bulk(mp, pkts, n);
+	return rte_pktmbuf_alloc_bulk((struct rte_mempool *)mp, (struct rte_mbuf **)pkts, n);
 }
 
-static inline void mr_free_bulk(struct rte_mbuf **pkts, unsigned n)
+static inline void mr_free_bulk(uintptr_t pkts, unsigned n)
 {
-	rte_pktmbuf_free_bulk(pkts, n);
+	rte_pktmbuf_free_bulk((struct rte_mbuf **)pkts, n);
 }
 
-static inline unsigned mr_ring_enqueue_burst(struct rte_ring *r, void **objs, unsigned n)
+static inline unsigned mr_ring_enqueue_burst(uintptr_t r, uintptr_t objs, unsigned n)
 {
-	return rte_ring_enqueue_burst(r, objs, n, NULL);
+	return rte_ring_enqueue_burst((struct rte_ring *)r, (void **)objs, n, NULL);
 }
 
-static inline unsigned mr_ring_dequeue_burst(struct rte_ring *r, void **objs, unsigned n)
+static inline unsigned mr_ring_dequeue_burst(uintptr_t r, uintptr_t objs, unsigned n)
 {
-	return rte_ring_dequeue_burst(r, objs, n, NULL);
+	return rte_ring_dequeue_burst((struct rte_ring *)r, (void **)objs, n, NULL);
 }
 
 static inline unsigned mr_ring_count(const struct rte_ring *r) { return rte_ring_count(r); }

@@ -105,9 +105,12 @@ func cFlags() []uint64 {
 	}
 }
 
-// mbufs converts a slice of *Mbuf to the C array type without copying.
-func mbufs(s []*Mbuf) **C.struct_rte_mbuf {
-	return (**C.struct_rte_mbuf)(unsafe.Pointer(unsafe.SliceData(s)))
+// mbufs passes a burst array to C as an integer, so cgo does not check
+// it for Go pointers on every call. The array must be C memory
+// (NewMbufArray) or Go memory that stays live and unmoved during the call
+// (the Go heap does not move objects; the caller keeps s alive).
+func mbufs(s []*Mbuf) C.uintptr_t {
+	return C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(s))))
 }
 
 // NewMbufArray returns an array of n mbuf pointers in C memory, as a Go

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 )
 
@@ -42,10 +43,11 @@ func NewPool(name string, n, cache, dataRoom int) (*Pool, error) {
 // AllocBulk fills all of out with fresh mbufs (one cgo call), or none when
 // the pool has too few free.
 func (p *Pool) AllocBulk(out []*Mbuf) error {
+	defer runtime.KeepAlive(out) // passed to C as an integer (see mbufs)
 	if len(out) == 0 {
 		return nil
 	}
-	if C.mr_alloc_bulk(p.p, mbufs(out), C.uint(len(out))) != 0 {
+	if C.mr_alloc_bulk(C.uintptr_t(uintptr(unsafe.Pointer(p.p))), mbufs(out), C.uint(len(out))) != 0 {
 		return &Error{Op: "rte_pktmbuf_alloc_bulk", Errno: int(C.ENOBUFS)}
 	}
 	return nil
@@ -66,6 +68,7 @@ func (p *Pool) Free() {
 // FreeBulk returns mbufs to their pools (one cgo call). The pointers must
 // not be used afterwards.
 func FreeBulk(s []*Mbuf) {
+	defer runtime.KeepAlive(s) // passed to C as an integer (see mbufs)
 	if len(s) > 0 {
 		C.mr_free_bulk(mbufs(s), C.uint(len(s)))
 	}

@@ -41,6 +41,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 )
@@ -291,6 +292,7 @@ func (p PortID) XStats() ([]XStat, error) {
 // RxBurst receives up to len(out) packets from queue q (one cgo call).
 // The caller owns the returned mbufs.
 func (p PortID) RxBurst(q uint16, out []*Mbuf) int {
+	defer runtime.KeepAlive(out) // passed to C as an integer (see mbufs)
 	if len(out) == 0 {
 		return 0
 	}
@@ -300,6 +302,7 @@ func (p PortID) RxBurst(q uint16, out []*Mbuf) int {
 // TxBurst hands pkts to queue q (one cgo call) and returns how many the
 // queue took; those now belong to the driver, the caller keeps pkts[n:].
 func (p PortID) TxBurst(q uint16, pkts []*Mbuf) int {
+	defer runtime.KeepAlive(pkts) // passed to C as an integer (see mbufs)
 	if len(pkts) == 0 {
 		return 0
 	}
@@ -309,6 +312,7 @@ func (p PortID) TxBurst(q uint16, pkts []*Mbuf) int {
 // TxBurstFree is TxBurst that frees what the queue refused, in the same
 // cgo call; it returns how many were sent.
 func (p PortID) TxBurstFree(q uint16, pkts []*Mbuf) int {
+	defer runtime.KeepAlive(pkts) // passed to C as an integer (see mbufs)
 	if len(pkts) == 0 {
 		return 0
 	}

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 )
 
@@ -38,18 +39,20 @@ func (r *Ring) Ptr() unsafe.Pointer { return unsafe.Pointer(r.r) }
 // Enqueue adds as many of s as fit (one cgo call) and returns how many;
 // the caller still owns s[n:].
 func (r *Ring) Enqueue(s []*Mbuf) int {
+	defer runtime.KeepAlive(s) // passed to C as an integer (see mbufs)
 	if len(s) == 0 {
 		return 0
 	}
-	return int(C.mr_ring_enqueue_burst(r.r, (*unsafe.Pointer)(unsafe.Pointer(unsafe.SliceData(s))), C.uint(len(s))))
+	return int(C.mr_ring_enqueue_burst(C.uintptr_t(uintptr(unsafe.Pointer(r.r))), mbufs(s), C.uint(len(s))))
 }
 
 // Dequeue moves up to len(out) mbufs into out (one cgo call).
 func (r *Ring) Dequeue(out []*Mbuf) int {
+	defer runtime.KeepAlive(out) // passed to C as an integer (see mbufs)
 	if len(out) == 0 {
 		return 0
 	}
-	return int(C.mr_ring_dequeue_burst(r.r, (*unsafe.Pointer)(unsafe.Pointer(unsafe.SliceData(out))), C.uint(len(out))))
+	return int(C.mr_ring_dequeue_burst(C.uintptr_t(uintptr(unsafe.Pointer(r.r))), mbufs(out), C.uint(len(out))))
 }
 
 // Count is the number of entries in the ring.

@@ -56,9 +56,12 @@ type Config struct {
 	// RxDesc and TxDesc are the descriptors per queue. Default 1024.
 	RxDesc int `yaml:"rx_desc"`
 	TxDesc int `yaml:"tx_desc"`
-	// IdleSpins is how many empty loop iterations a shard spins before it
-	// starts sleeping; MaxIdleSleep caps the sleep. Defaults 2000, 200µs.
-	IdleSpins    int           `yaml:"idle_spins"`
+	// IdleSpin is how long a shard keeps polling without work before it
+	// starts sleeping; MaxIdleSleep caps each sleep. Defaults 1ms, 200µs.
+	// A sleeping shard answers late (Go's timers wake it tens of µs late
+	// or worse), which stalls a peer waiting for ACKs, so it sleeps only
+	// after a pause longer than any round trip in flight.
+	IdleSpin     time.Duration `yaml:"idle_spin"`
 	MaxIdleSleep time.Duration `yaml:"max_idle_sleep"`
 }
 
@@ -116,8 +119,8 @@ func (c Config) Defaults() Config {
 	if c.TxDesc == 0 {
 		c.TxDesc = 1024
 	}
-	if c.IdleSpins == 0 {
-		c.IdleSpins = 2000
+	if c.IdleSpin == 0 {
+		c.IdleSpin = time.Millisecond
 	}
 	if c.MaxIdleSleep == 0 {
 		c.MaxIdleSleep = 200 * time.Microsecond
@@ -199,8 +202,8 @@ func (c Config) Validate() error {
 	if c.RxDesc < 32 || c.TxDesc < 32 {
 		bad("rx_desc/tx_desc", "%d/%d below 32", c.RxDesc, c.TxDesc)
 	}
-	if c.IdleSpins < 1 {
-		bad("idle_spins", "%d below 1", c.IdleSpins)
+	if c.IdleSpin < 0 || c.IdleSpin > time.Second {
+		bad("idle_spin", "%v outside 0..1s", c.IdleSpin)
 	}
 	if c.MaxIdleSleep < 0 || c.MaxIdleSleep > time.Second {
 		bad("max_idle_sleep", "%v outside 0..1s", c.MaxIdleSleep)

@@ -10,6 +10,7 @@ type Counters struct {
 	TxFrames        uint64 // frames the port accepted
 	TxBytes         uint64
 	TxNoMbuf        uint64 // times the pool had no mbufs for a tx burst
+	TxBlocked       uint64 // loop iterations that produced nothing because the port's queue was full
 	NoNeighbour     uint64 // packets the core produced for a peer without a MAC yet (dropped; the core resends)
 	ARPRequestsSent uint64
 	ARPRepliesSent  uint64

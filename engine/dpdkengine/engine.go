@@ -189,27 +189,36 @@ func (e *Engine) Ports() []PortInfo {
 }
 
 // WaitLink waits until every port reports its link up.
-func (e *Engine) WaitLink(timeout time.Duration) error {
+func (e *Engine) WaitLink(timeout time.Duration) error { return e.waitLink(true, timeout) }
+
+// WaitLinkDown waits until every port reports its link down: after the
+// peer of a memif port closed, this is when the EAL interrupt thread has
+// processed the disconnect, and only then may the port be closed safely
+// (memif's disconnect handling races with rte_eth_dev_close; seen as a
+// crash in eal-intr-thread when both ends of a pair live in one process).
+func (e *Engine) WaitLinkDown(timeout time.Duration) error { return e.waitLink(false, timeout) }
+
+func (e *Engine) waitLink(up bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		down := ""
+		wrong := ""
 		for _, p := range e.ports {
 			l, err := p.id.Link()
 			if err != nil {
 				return err
 			}
-			if !l.Up {
-				down = p.name
+			if l.Up != up {
+				wrong = p.name
 				break
 			}
 		}
-		if down == "" {
+		if wrong == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("dpdk engine: link of %s still down after %v", down, timeout)
+			return fmt.Errorf("dpdk engine: link of %s still %s after %v", wrong, map[bool]string{true: "down", false: "up"}[up], timeout)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -38,8 +38,9 @@ func TestLcoreShards(t *testing.T) {
 		e, err := Start(cfg, nil)
 		require.NoError(t, err)
 		eng[i] = e
-		t.Cleanup(func() { require.NoError(t, e.Close()) })
 	}
+	// Shut both down in the one safe order (see closePair).
+	t.Cleanup(func() { closePair(t, eng) })
 	for i := 0; i < 2; i++ {
 		require.NoError(t, eng[i].WaitLink(10*time.Second))
 		var trs []metaroce.Transport
@@ -60,7 +61,7 @@ func TestLcoreShards(t *testing.T) {
 	done := make(chan struct{}, shards)
 	res := make([]xferResult, shards)
 	for k := 0; k < shards; k++ {
-		p := &memifPair{t: t, lossless: true, eng: eng, sh: [2]*Shard{sh[0][k], sh[1][k]}, ep: [2]*metaroce.Endpoint{eps[0][k], eps[1][k]}}
+		p := &memifPair{t: t, eng: eng, sh: [2]*Shard{sh[0][k], sh[1][k]}, ep: [2]*metaroce.Endpoint{eps[0][k], eps[1][k]}}
 		pairs = append(pairs, p)
 		go func() {
 			defer func() { done <- struct{}{} }()

@@ -175,6 +175,9 @@ func (s *Shard) runCmds(now metaroce.Time) {
 	}
 }
 
+// yieldEvery is how often a spinning idle shard yields its P.
+const yieldEvery = metaroce.Time(20 * time.Microsecond)
+
 // run is the shard loop. It owns the OS thread it runs on.
 func (s *Shard) run(started chan<- error) {
 	runtime.LockOSThread()
@@ -189,7 +192,8 @@ func (s *Shard) run(started chan<- error) {
 	defer close(s.done)
 	defer s.drain()
 
-	idle := 0
+	var idleSince, lastYield metaroce.Time
+	idle := false
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -206,11 +210,22 @@ func (s *Shard) run(started chan<- error) {
 		}
 		work += s.transmit(now)
 		if work > 0 {
-			idle, sleep = 0, time.Microsecond
+			idle, sleep = false, time.Microsecond
 			continue
 		}
-		idle++
-		if idle < s.e.cfg.IdleSpins {
+		if !idle {
+			idle, idleSince = true, now
+		}
+		if now-idleSince < metaroce.Time(s.e.cfg.IdleSpin) {
+			// While spinning idle, let the scheduler run other goroutines
+			// now and then: a shard holds a P, and the application's
+			// goroutine (posting work, polling completions through Do)
+			// needs one; with as many spinning shards as Ps it would wait
+			// for the 10ms preemption tick, and the shards run dry.
+			if now-lastYield > yieldEvery {
+				lastYield = now
+				runtime.Gosched()
+			}
 			continue
 		}
 		// Idle back-off: sleep, doubling up to MaxIdleSleep, but never past
@@ -406,6 +421,7 @@ func (s *Shard) transmit(now metaroce.Time) int {
 	for i := range s.pend {
 		s.flush(i)
 		if len(s.pend[i]) > cap(s.pend[i])-2*s.burst {
+			s.c.TxBlocked++
 			return 0 // the queue is full: produce nothing until it drains
 		}
 	}

@@ -17,13 +17,28 @@ import (
 // metaroce endpoint on its shard: A (10.0.0.1) connects, B (10.0.0.2)
 // accepts.
 type memifPair struct {
-	t        *testing.T
-	eng      [2]*Engine
-	sh       [2]*Shard
-	ep       [2]*metaroce.Endpoint
-	regs     []*mempool.Region
-	queues   int
-	lossless bool // no impairment: every byte must be placed exactly once
+	t      *testing.T
+	eng    [2]*Engine
+	sh     [2]*Shard
+	ep     [2]*metaroce.Endpoint
+	regs   []*mempool.Region
+	queues int
+}
+
+// closePair shuts two engines joined by a memif pair down: both stop
+// polling first, then the client side (B) closes, and A closes only once
+// its link is down, i.e. once the interrupt thread has handled the
+// disconnect (see Engine.WaitLinkDown).
+func closePair(t *testing.T, eng [2]*Engine) {
+	for _, e := range eng {
+		e.Stop()
+	}
+	require.NoError(t, eng[1].Close())
+	require.NoError(t, eng[0].WaitLinkDown(5*time.Second))
+	// memif marks the link down before its interrupt thread has finished
+	// tearing the connection down; give it time before A stops its port.
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, eng[0].Close())
 }
 
 // guard is the bytes of pattern around every destination.
@@ -46,7 +61,7 @@ func checkGuard(t *testing.T, b []byte, what string) {
 var ips = [2]string{"10.0.0.1", "10.0.0.2"}
 
 func newMemifPair(t *testing.T, k int, impair Impairment, queues int, mtu int) *memifPair {
-	p := &memifPair{t: t, queues: queues, lossless: impair == Impairment{}}
+	p := &memifPair{t: t, queues: queues}
 	// Registered first, so it runs after the engines have stopped: a
 	// region must not be freed while a shard may still place into it.
 	t.Cleanup(func() {
@@ -67,8 +82,9 @@ func newMemifPair(t *testing.T, k int, impair Impairment, queues int, mtu int) *
 		e, err := Start(cfg, nil)
 		require.NoError(t, err)
 		p.eng[i] = e
-		t.Cleanup(func() { require.NoError(t, e.Close()) })
 	}
+	// Shut both down in the one safe order (see closePair).
+	t.Cleanup(func() { closePair(t, p.eng) })
 	for i := 0; i < 2; i++ {
 		require.NoError(t, p.eng[i].WaitLink(10*time.Second))
 	}
@@ -237,21 +253,16 @@ func (p *memifPair) transfer(x xfer, seed uint64) xferResult {
 	require.NoError(t, p.sh[0].Do(func(metaroce.Time) { require.Zero(t, cqa.Len(), "extra completions at A") }))
 	require.NoError(t, p.sh[1].Do(func(metaroce.Time) { require.Zero(t, cqb.Len(), "extra completions at B") }))
 	// The core places a payload again when a packet it already had comes
-	// back on another path (a resend of a packet whose ACK was lost); that
-	// rewrites the same bytes. Each byte is placed at least once, and
-	// exactly once on a lossless run.
-	require.NoError(t, p.sh[1].Do(func(metaroce.Time) {
-		require.GreaterOrEqual(t, cb.Counters().PayloadPlaced, uint64(x.writeN+x.sendN), "B placed")
-		if p.lossless {
-			require.Equal(t, uint64(x.writeN+x.sendN), cb.Counters().PayloadPlaced, "B placed each byte once")
-		}
-	}))
-	require.NoError(t, p.sh[0].Do(func(metaroce.Time) {
-		require.GreaterOrEqual(t, ca.Counters().PayloadPlaced, uint64(x.readN), "A placed")
-		if p.lossless {
-			require.Equal(t, uint64(x.readN), ca.Counters().PayloadPlaced, "A placed each byte once")
-		}
-	}))
+	// back on another path (a resend after a lost ACK, or after a
+	// spurious timeout when the machine stalls a shard longer than the
+	// RTO); that rewrites the same bytes. So: every byte placed at least
+	// once, the bytes right (above), and the duplicates logged.
+	var placedA, placedB uint64
+	require.NoError(t, p.sh[1].Do(func(metaroce.Time) { placedB = cb.Counters().PayloadPlaced }))
+	require.NoError(t, p.sh[0].Do(func(metaroce.Time) { placedA = ca.Counters().PayloadPlaced }))
+	require.GreaterOrEqual(t, placedB, uint64(x.writeN+x.sendN), "B placed every byte")
+	require.GreaterOrEqual(t, placedA, uint64(x.readN), "A placed every byte")
+	t.Logf("payload bytes placed again (duplicates): A %d, B %d", placedA-uint64(x.readN), placedB-uint64(x.writeN+x.sendN))
 	return xferResult{ca: ca, cb: cb}
 }
 

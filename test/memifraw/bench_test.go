@@ -2,6 +2,7 @@ package memifraw
 
 import (
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,12 +49,22 @@ func setupWriteBW(b *testing.B) *wbw {
 		e, err := dpdkengine.Start(cfg, nil)
 		require.NoError(b, err)
 		w.eng[i] = e
-		atExit = append(atExit, func() { e.Close() })
 	}
+	// Both stop polling, then the client side closes, and the server only
+	// after the interrupt thread has handled the disconnect (memif races
+	// otherwise; see dpdkengine.Engine.WaitLinkDown).
+	atExit = append(atExit, func() {
+		w.eng[0].Stop()
+		w.eng[1].Stop()
+		w.eng[1].Close()
+		w.eng[0].WaitLinkDown(5 * time.Second)
+		time.Sleep(50 * time.Millisecond)
+		w.eng[0].Close()
+	})
 	for i := 0; i < 2; i++ {
 		require.NoError(b, w.eng[i].WaitLink(10*time.Second))
 		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: benchMTU,
-			AcceptIncoming: i == 1, ConnectRetries: 1000})
+			AcceptIncoming: i == 1, ConnectRetries: 1000, Paths: benchPaths(), PathWindow: benchWindow()})
 		require.NoError(b, err)
 		w.ep[i] = ep
 		w.sh[i], err = w.eng[i].Run(ep)
@@ -159,6 +170,12 @@ func BenchmarkWriteBWVsRaw(b *testing.B) {
 	b.StopTimer()
 	c1, err := w.sh[0].Counters()
 	require.NoError(b, err)
+	if testing.Verbose() {
+		cb, _ := w.sh[1].Counters()
+		b.Logf("shard A: loops %d idle sleeps %d rx %d tx %d nombuf %d blocked %d; shard B: loops %d idle sleeps %d rx %d tx %d",
+			c1.Loops-c0.Loops, c1.IdleSleeps-c0.IdleSleeps, c1.RxFrames-c0.RxFrames, c1.TxFrames-c0.TxFrames, c1.TxNoMbuf, c1.TxBlocked-c0.TxBlocked,
+			cb.Loops, cb.IdleSleeps, cb.RxFrames, cb.TxFrames)
+	}
 	goodput := float64(b.N) * writeSize * 8 / el.Seconds() / 1e9
 	rawGoodput := raw.Mpps() * 1e6 * float64(payloadPerFrame) * 8 / 1e9
 	b.ReportMetric(raw.Mpps(), "raw_Mpps")
@@ -178,4 +195,22 @@ func benchChecksum() string {
 		return v
 	}
 	return "auto"
+}
+
+// benchPaths is the paths per connection: MR_BENCH_PATHS or 8 (the core's
+// default). Each path may have 64 packets in flight.
+func benchPaths() int {
+	if v, err := strconv.Atoi(os.Getenv("MR_BENCH_PATHS")); err == nil && v > 0 {
+		return v
+	}
+	return 8
+}
+
+// benchWindow is the packets each path may have in flight:
+// MR_BENCH_WINDOW or 64 (the core's default).
+func benchWindow() int {
+	if v, err := strconv.Atoi(os.Getenv("MR_BENCH_WINDOW")); err == nil && v > 0 {
+		return v
+	}
+	return 64
 }

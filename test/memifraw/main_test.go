@@ -48,9 +48,11 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	args := []string{"--lcores", "0@(0-1)", "--no-pci", "--no-telemetry", "--file-prefix", fmt.Sprintf("mrraw%d", os.Getpid()),
 		"--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error"}
-	// Benchmarks use 2 MiB hugepages when scripts/setup-hugepages.sh has
-	// reserved enough (and MR_NO_HUGE is unset); tests run without.
-	if freeHugepages() >= 400 && os.Getenv("MR_NO_HUGE") == "" {
+	// With MR_HUGE=1 (make bench-dpdk, after scripts/setup-hugepages.sh)
+	// the EAL uses 2 MiB hugepages when enough are free; otherwise, and in
+	// make test, it runs without (so parallel test processes never compete
+	// for the reservation).
+	if os.Getenv("MR_HUGE") == "1" && freeHugepages() >= 400 {
 		hugepages = true
 		args = append(args, "--in-memory", "-m", "768")
 	} else {

@@ -34,9 +34,17 @@ func rawPair(t testing.TB) (*dpdk.Pool, [2]dpdk.PortID) {
 			if rawErr = rawPorts[i].Start(); rawErr != nil {
 				return
 			}
-			port := rawPorts[i]
-			atExit = append(atExit, func() { port.Stop(); port.Close() })
+
 		}
+		// Client (memif1) first; the server only after the interrupt
+		// thread has handled the disconnect (memif races otherwise).
+		atExit = append(atExit, func() {
+			rawPorts[1].Stop()
+			rawPorts[1].Close()
+			time.Sleep(50 * time.Millisecond)
+			rawPorts[0].Stop()
+			rawPorts[0].Close()
+		})
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			l0, _ := rawPorts[0].Link()
