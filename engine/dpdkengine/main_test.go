@@ -11,7 +11,7 @@ import (
 
 // memifPairs is how many memif pairs the test EAL has: pair k is
 // net_memif<2k> (server) and net_memif<2k+1> (client) on their own socket.
-const memifPairs = 5
+const memifPairs = 5 // pairs 0..4: transfer, impaired, bad input, lcore, telemetry
 
 // TestMain starts one real EAL for the package (rte_eal_init runs once per
 // process) with memif pairs whose sockets live in a temporary directory,
@@ -25,7 +25,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	args := []string{"--lcores", "0@(0-1),1@(0-1),2@(0-1)", "--no-huge", "-m", "1024", "--no-pci", "--no-telemetry",
+	args := []string{"--lcores", "0@(0-1),1@(0-1),2@(0-1)", "--no-huge", "-m", "1024", "--no-pci",
 		"--file-prefix", fmt.Sprintf("mreng%d", os.Getpid()), "--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error"}
 	for k := 0; k < memifPairs; k++ {
 		sock := filepath.Join(dir, fmt.Sprintf("memif%d.sock", k))
