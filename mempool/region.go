@@ -25,11 +25,13 @@ type Region struct {
 var regionSeq atomic.Uint64
 
 // NewRegion allocates n zeroed bytes, page aligned.
-func NewRegion(n int) (*Region, error) {
+func NewRegion(n int) (*Region, error) { return newRegion(n, dpdk.Initialized()) }
+
+func newRegion(n int, inDPDK bool) (*Region, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("mempool: region size %d must be positive", n)
 	}
-	if dpdk.Initialized() {
+	if inDPDK {
 		b, err := dpdk.Malloc(fmt.Sprintf("mr_region_%d", regionSeq.Add(1)), n, 4096)
 		if err != nil {
 			return nil, fmt.Errorf("mempool: region of %d bytes: %w", n, err)

@@ -2,14 +2,14 @@ package mempool
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
 
-// Without an EAL in this process, regions are anonymous mmaps (the DPDK
-// path is covered by engine/dpdkengine, whose tests run a real EAL).
+// Without an EAL, regions are anonymous mmaps.
 func TestRegionMmap(t *testing.T) {
-	r, err := NewRegion(1 << 20)
+	r, err := newRegion(1<<20, false)
 	require.NoError(t, err)
 	require.False(t, r.InDPDKMemory())
 	b := r.Bytes()
@@ -24,7 +24,10 @@ func TestRegionMmap(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestMbufPoolNeedsEAL(t *testing.T) {
-	_, err := NewMbufPool("p", 1024, 0, nil)
-	require.ErrorContains(t, err, "EAL is not running")
+func TestRegionInDPDKMemory(t *testing.T) {
+	r, err := NewRegion(1 << 20)
+	require.NoError(t, err)
+	require.True(t, r.InDPDKMemory())
+	require.Zero(t, uintptr(unsafe.Pointer(&r.Bytes()[0]))%4096)
+	require.NoError(t, r.Free())
 }
