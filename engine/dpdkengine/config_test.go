@@ -1,6 +1,7 @@
 package dpdkengine
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,19 @@ max_idle_sleep: 50us
 	require.ErrorContains(t, err, "burts")
 	_, err = LoadConfig(strings.NewReader("ports: [{name: a, ip: 10.0.0.1, qeues: 1}]\n"))
 	require.ErrorContains(t, err, "qeues")
+}
+
+// The example profile in configs/ stays loadable.
+func TestExampleProfile(t *testing.T) {
+	f, err := os.Open("../../configs/memif-pair.yaml")
+	require.NoError(t, err)
+	defer f.Close()
+	c, err := LoadConfig(f)
+	require.NoError(t, err)
+	require.Equal(t, "net_memif0", c.Ports[0].Name)
+	require.Equal(t, "10.0.0.1/24", c.Ports[0].IP)
+	require.Equal(t, time.Millisecond, c.IdleSpin)
+	require.Contains(t, c.EAL, "--in-memory")
 }
 
 func TestValidateNamesKeys(t *testing.T) {
