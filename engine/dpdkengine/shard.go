@@ -176,7 +176,7 @@ func (s *Shard) runCmds(now metaroce.Time) {
 }
 
 // yieldEvery is how often a spinning idle shard yields its P.
-const yieldEvery = metaroce.Time(20 * time.Microsecond)
+const yieldEvery = metaroce.Time(200 * time.Microsecond)
 
 // run is the shard loop. It owns the OS thread it runs on.
 func (s *Shard) run(started chan<- error) {
