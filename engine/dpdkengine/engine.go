@@ -188,6 +188,20 @@ func (e *Engine) Ports() []PortInfo {
 	return out
 }
 
+// PeerIP returns the IPv4 address of a peer handle (a static neighbour or
+// one learned from an arriving packet). Safe from any goroutine: transport
+// cores that put addresses into their packets (the RoCEv2 baseline's ICRC
+// covers the IP header) look peers up with it, e.g.
+// rocev2.Config{PeerIP: func(h) rocev2.IPv4 { ip, _ := e.PeerIP(h); return ip }}.
+func (e *Engine) PeerIP(h metaroce.PeerHandle) (ip [4]byte, ok bool) {
+	if int(h) >= maxPeers || !e.neigh.used[h].Load() {
+		return ip, false
+	}
+	e.neigh.mu.Lock()
+	defer e.neigh.mu.Unlock()
+	return e.neigh.ip[h], true
+}
+
 // WaitLink waits until every port reports its link up.
 func (e *Engine) WaitLink(timeout time.Duration) error { return e.waitLink(true, timeout) }
 
