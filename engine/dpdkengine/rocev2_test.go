@@ -38,7 +38,10 @@ func TestRoCEv2OverMemif(t *testing.T) {
 		e := eng[i]
 		local, _ := parseIP(ips[i])
 		ep, err := rocev2.NewEndpoint(rocev2.Config{LocalIP: rocev2.IPv4(local), MTU: 1024, AcceptIncoming: i == 1,
-			PeerIP: func(h rocev2.PeerHandle) rocev2.IPv4 { ip, _ := e.PeerIP(metaroce.PeerHandle(h)); return rocev2.IPv4(ip) }})
+			PeerIP: func(h rocev2.PeerHandle) rocev2.IPv4 {
+				ip, _ := e.PeerIP(metaroce.PeerHandle(h))
+				return rocev2.IPv4(ip)
+			}})
 		require.NoError(t, err)
 		eps[i] = ep
 		sh[i], err = e.Run(ep)
