@@ -34,6 +34,11 @@ var ErrEALDone = errors.New("dpdk: EAL was already initialised in this process (
 // that thread becomes the main lcore, and work that must run on the main
 // lcore has to stay on this goroutine. It returns the number of arguments
 // EAL consumed.
+//
+// EAL pins the main lcore's thread to that lcore's CPU set, and threads
+// the Go runtime creates later may inherit the mask: with "-l 0" every
+// shard could end up on CPU 0. Give the main lcore all CPUs the process
+// may use, e.g. --lcores "0@(0-N),1@(0-N)", as the tests and profiles do.
 func Init(args []string) (int, error) {
 	ealMu.Lock()
 	defer ealMu.Unlock()

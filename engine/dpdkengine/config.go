@@ -57,7 +57,7 @@ type Config struct {
 	RxDesc int `yaml:"rx_desc"`
 	TxDesc int `yaml:"tx_desc"`
 	// IdleSpin is how long a shard keeps polling without work before it
-	// starts sleeping; MaxIdleSleep caps each sleep. Defaults 1ms, 200µs.
+	// starts sleeping; MaxIdleSleep caps each sleep. Defaults 1ms, 50µs.
 	// A sleeping shard answers late (Go's timers wake it tens of µs late
 	// or worse), which stalls a peer waiting for ACKs, so it sleeps only
 	// after a pause longer than any round trip in flight.
@@ -123,7 +123,7 @@ func (c Config) Defaults() Config {
 		c.IdleSpin = time.Millisecond
 	}
 	if c.MaxIdleSleep == 0 {
-		c.MaxIdleSleep = 200 * time.Microsecond
+		c.MaxIdleSleep = 50 * time.Microsecond
 	}
 	for i := range c.Ports {
 		if c.Ports[i].Queues == 0 {

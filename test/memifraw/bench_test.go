@@ -13,8 +13,16 @@ import (
 	"github.com/metaroce/metaroce/metaroce"
 )
 
+// benchMTU is the payload per packet: MR_BENCH_MTU or 1024 (the "1 KiB
+// frames" of the issue).
+var benchMTU = func() int {
+	if v, err := strconv.Atoi(os.Getenv("MR_BENCH_MTU")); err == nil && v > 0 {
+		return v
+	}
+	return 1024
+}()
+
 const (
-	benchMTU   = 1024     // payload per packet: the "1 KiB frames" of the issue
 	writeSize  = 64 << 10 // bytes per WRITE
 	writeDepth = 128      // WRITEs kept outstanding
 )
