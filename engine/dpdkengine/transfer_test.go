@@ -61,6 +61,14 @@ func checkGuard(t *testing.T, b []byte, what string) {
 var ips = [2]string{"10.0.0.1", "10.0.0.2"}
 
 func newMemifPair(t *testing.T, k int, impair Impairment, queues int, mtu int) *memifPair {
+	return newMemifPairQ(t, k, impair, queues, mtu, 16)
+}
+
+func newMemifPairPaths(t *testing.T, k int, impair Impairment, mtu, paths int) *memifPair {
+	return newMemifPairQ(t, k, impair, 1, mtu, paths)
+}
+
+func newMemifPairQ(t *testing.T, k int, impair Impairment, queues int, mtu, paths int) *memifPair {
 	p := &memifPair{t: t, queues: queues}
 	// Registered first, so it runs after the engines have stopped: a
 	// region must not be freed while a shard may still place into it.
@@ -90,7 +98,7 @@ func newMemifPair(t *testing.T, k int, impair Impairment, queues int, mtu int) *
 	}
 	for i := 0; i < 2; i++ {
 		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: mtu,
-			Paths: 16, AcceptIncoming: i == 1, ConnectRetries: 1000})
+			Paths: paths, AcceptIncoming: i == 1, ConnectRetries: 1000})
 		require.NoError(t, err)
 		p.ep[i] = ep
 		sh, err := p.eng[i].Run(ep)
@@ -120,6 +128,23 @@ func (p *memifPair) await(i int, what string, limit time.Duration, cond func(now
 		require.True(p.t, time.Now().Before(deadline), "%s: not done after %v", what, limit)
 		time.Sleep(200 * time.Microsecond)
 	}
+}
+
+// connect opens a connection from A to B and waits until both ends have it.
+func (p *memifPair) connect() (ca, cb *metaroce.Conn) {
+	require.NoError(p.t, p.sh[0].Do(func(now metaroce.Time) {
+		var err error
+		ca, err = p.ep[0].Connect(now, 1)
+		require.NoError(p.t, err)
+	}))
+	p.await(1, "accept", 10*time.Second, func(metaroce.Time) bool {
+		if c, ok := p.ep[1].Accept(); ok {
+			cb = c
+		}
+		return cb != nil
+	})
+	p.await(0, "established", 10*time.Second, func(metaroce.Time) bool { return ca.Established() })
+	return ca, cb
 }
 
 // xfer is one verified transfer over a pair: A WRITEs, SENDs and READs
