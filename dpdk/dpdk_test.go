@@ -146,9 +146,17 @@ func TestMemifPair(t *testing.T) {
 		require.NoError(t, ports[i].Start())
 	}
 	defer func() {
-		for _, pt := range ports {
-			require.NoError(t, pt.Stop())
+		// Client first; the server only once its link is down, i.e. once
+		// the interrupt thread has handled the disconnect: memif's
+		// disconnect handling races a concurrent stop of the other end.
+		require.NoError(t, ports[1].Stop())
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if l, _ := ports[0].Link(); !l.Up {
+				break
+			}
 		}
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, ports[0].Stop())
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
