@@ -75,7 +75,7 @@ func Start(cfg Config, warn io.Writer) (*Engine, error) {
 			return nil, err
 		}
 	}
-	neigh, err := newNeighTable(cfg.Neighbours)
+	neigh, err := newNeighTable(cfg.Neighbours, len(cfg.Ports))
 	if err != nil {
 		return nil, err
 	}

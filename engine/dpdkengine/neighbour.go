@@ -23,18 +23,19 @@ const (
 // reply reaches one shard (the lcore loop sends ARP to shard 0), but every
 // shard must learn from it. Handles and addresses are assigned under mu
 // and never change afterwards; MACs are atomics, read on every sent packet
-// without a lock.
+// without a lock. A peer has one IPv4 address but a MAC per port: on
+// every plane it is reached through a different NIC (and next hop).
 type neighTable struct {
 	mu   sync.Mutex
 	byIP map[IPv4]metaroce.PeerHandle
 	next metaroce.PeerHandle
 	ip   [maxPeers]IPv4
 	used [maxPeers]atomic.Bool
-	mac  [maxPeers]atomic.Uint64 // macKnown | macStatic | 48-bit MAC
+	mac  [][maxPeers]atomic.Uint64 // per port: macKnown | macStatic | 48-bit MAC
 }
 
-func newNeighTable(static []Neighbour) (*neighTable, error) {
-	t := &neighTable{byIP: make(map[IPv4]metaroce.PeerHandle)}
+func newNeighTable(static []Neighbour, ports int) (*neighTable, error) {
+	t := &neighTable{byIP: make(map[IPv4]metaroce.PeerHandle), mac: make([][maxPeers]atomic.Uint64, ports)}
 	for _, n := range static {
 		ip, err := parseIP(n.IP)
 		if err != nil {
@@ -47,7 +48,9 @@ func newNeighTable(static []Neighbour) (*neighTable, error) {
 			if err != nil {
 				return nil, err
 			}
-			t.mac[n.Peer].Store(macKnown | macStatic | macBits(m))
+			for i := range t.mac { // a static MAC holds on every port
+				t.mac[i][n.Peer].Store(macKnown | macStatic | macBits(m))
+			}
 		}
 		t.byIP[ip] = metaroce.PeerHandle(n.Peer)
 		t.next = max(t.next, metaroce.PeerHandle(n.Peer)+1)
@@ -64,7 +67,8 @@ func bitsMAC(v uint64) MAC {
 }
 
 // neighbours is one shard's view of the table: a private cache of the
-// address-to-handle map (no lock per packet) and its own ARP timers.
+// address-to-handle map (no lock per packet) and its own ARP timers (per
+// port and peer: index port*maxPeers+peer).
 type neighbours struct {
 	t       *neighTable
 	cache   map[IPv4]metaroce.PeerHandle
@@ -73,17 +77,18 @@ type neighbours struct {
 }
 
 func newNeighbours(t *neighTable) *neighbours {
+	n := len(t.mac) * maxPeers
 	return &neighbours{t: t, cache: make(map[IPv4]metaroce.PeerHandle, 64),
-		lastARP: make([]metaroce.Time, maxPeers), asked: make([]bool, maxPeers)}
+		lastARP: make([]metaroce.Time, n), asked: make([]bool, n)}
 }
 
-// addr returns a peer's IPv4 address and MAC (known false when the MAC is
-// not resolved yet); ok is false for a handle nobody assigned.
-func (n *neighbours) addr(p metaroce.PeerHandle) (ip IPv4, mac MAC, known, ok bool) {
+// addr returns a peer's IPv4 address and its MAC on port i (known false
+// when not resolved yet); ok is false for a handle nobody assigned.
+func (n *neighbours) addr(p metaroce.PeerHandle, i int) (ip IPv4, mac MAC, known, ok bool) {
 	if int(p) >= maxPeers || !n.t.used[p].Load() {
 		return ip, mac, false, false
 	}
-	v := n.t.mac[p].Load()
+	v := n.t.mac[i][p].Load()
 	return n.t.ip[p], bitsMAC(v), v&macKnown != 0, true
 }
 
@@ -118,21 +123,24 @@ func (n *neighbours) lookup(ip IPv4, learn bool) (metaroce.PeerHandle, bool) {
 	return p, true
 }
 
-// known reports whether p's MAC is resolved.
-func (n *neighbours) known(p metaroce.PeerHandle) bool { return n.t.mac[p].Load()&macKnown != 0 }
+// known reports whether p's MAC on port i is resolved.
+func (n *neighbours) known(p metaroce.PeerHandle, i int) bool {
+	return n.t.mac[i][p].Load()&macKnown != 0
+}
 
-// learn records the MAC seen for a peer, unless the profile fixed it. It
-// reports whether the peer had no MAC before.
-func (n *neighbours) learn(p metaroce.PeerHandle, mac MAC) bool {
+// learn records the MAC seen for a peer on port i, unless the profile
+// fixed it. It reports whether the peer had no MAC there before.
+func (n *neighbours) learn(p metaroce.PeerHandle, i int, mac MAC) bool {
 	if mac == broadcastMAC || mac[0]&1 != 0 {
 		return false
 	}
+	m := &n.t.mac[i][p]
 	for {
-		old := n.t.mac[p].Load()
+		old := m.Load()
 		if old&macStatic != 0 || (old&macKnown != 0 && bitsMAC(old) == mac) {
 			return false
 		}
-		if n.t.mac[p].CompareAndSwap(old, macKnown|macBits(mac)) {
+		if m.CompareAndSwap(old, macKnown|macBits(mac)) {
 			return old&macKnown == 0
 		}
 	}

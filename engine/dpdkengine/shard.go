@@ -197,6 +197,9 @@ func (s *Shard) run(started chan<- error) {
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	if s.index == 0 {
+		s.resolveNeighbours(s.now())
+	}
 	for !s.stop.Load() {
 		s.c.Loops++
 		now := s.now()
@@ -382,7 +385,7 @@ func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
 	// Learn a MAC from data only when we have none: the frame is not yet
 	// verified (the core checks its CRC), so a forged one must not be
 	// able to move a known neighbour. ARP may.
-	if !s.neigh.known(peer) && s.neigh.learn(peer, f.SrcMAC) {
+	if !s.neigh.known(peer, i) && s.neigh.learn(peer, i, f.SrcMAC) {
 		s.c.ARPLearned++
 	}
 	s.c.RxDelivered++
@@ -399,7 +402,7 @@ func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool
 		return false
 	}
 	p := s.ports[i]
-	if peer, ok := s.neigh.lookup(a.SenderIP, false); ok && s.neigh.learn(peer, a.SenderMAC) {
+	if peer, ok := s.neigh.lookup(a.SenderIP, false); ok && s.neigh.learn(peer, i, a.SenderMAC) {
 		s.c.ARPLearned++
 	}
 	if a.Op != arpRequest || a.TargetIP != p.ip || len(s.pend[i]) == cap(s.pend[i]) {
@@ -443,11 +446,11 @@ func (s *Shard) transmit(now metaroce.Time) int {
 		}
 		made++
 		i := int(meta.Plane) % len(s.ports)
-		ip, mac, known, ok := s.neigh.addr(meta.Peer)
+		ip, mac, known, ok := s.neigh.addr(meta.Peer, i)
 		if ok {
 			if hop := s.ports[i].nextHop(meta.Peer, ip); hop != meta.Peer {
 				var hopIP IPv4
-				hopIP, mac, known, _ = s.neigh.addr(hop)
+				hopIP, mac, known, _ = s.neigh.addr(hop, i)
 				if !known {
 					ip = hopIP // resolve the gateway, not the peer
 				}
@@ -456,16 +459,10 @@ func (s *Shard) transmit(now metaroce.Time) int {
 		}
 		if !known {
 			s.c.NoNeighbour++
-			if pr := meta.Peer; ok && (!s.neigh.asked[pr] || now-s.neigh.lastARP[pr] >= arpRetry) {
-				s.neigh.asked[pr], s.neigh.lastARP[pr] = true, now
-				p := s.ports[i]
-				m.SetLen(WriteARP(room, arpRequest, p.mac, p.ip, MAC{}, ip))
-				m.SetTxOffload(0, 0, 0, 0)
-				s.spare = s.spare[:len(s.spare)-1]
-				s.pend[i] = append(s.pend[i], m)
-				s.c.ARPRequestsSent++
+			if ok {
+				s.askARP(now, i, meta.Peer, ip)
 			}
-			continue // the mbuf is reused; the core resends the packet later
+			continue // the core resends the packet later
 		}
 		h := &s.hdr[i]
 		h.DstMAC, h.DstIP, h.SrcPort, h.ECT = mac, ip, uint16(meta.Entropy), meta.ECT
@@ -480,6 +477,60 @@ func (s *Shard) transmit(now metaroce.Time) int {
 		s.flush(i)
 	}
 	return made
+}
+
+// askARP sends a who-has for ip (the address of neighbour h: a peer or a
+// gateway) on port i, unless one went out less than arpRetry ago. It
+// takes an mbuf from the spares (the caller must not hold the last one).
+func (s *Shard) askARP(now metaroce.Time, i int, h metaroce.PeerHandle, ip IPv4) {
+	pr := i*maxPeers + int(h)
+	if s.neigh.asked[pr] && now-s.neigh.lastARP[pr] < arpRetry {
+		return
+	}
+	if len(s.pend[i]) == cap(s.pend[i]) {
+		return
+	}
+	if len(s.spare) == 0 {
+		s.spare = s.spare[:s.burst]
+		if err := s.e.pool.AllocBulk(s.spare); err != nil {
+			s.spare = s.spare[:0]
+			s.c.TxNoMbuf++
+			return
+		}
+	}
+	m := s.spare[len(s.spare)-1]
+	s.spare = s.spare[:len(s.spare)-1]
+	s.neigh.asked[pr], s.neigh.lastARP[pr] = true, now
+	p := s.ports[i]
+	m.SetLen(WriteARP(m.Room(), arpRequest, p.mac, p.ip, MAC{}, ip))
+	m.SetTxOffload(0, 0, 0, 0)
+	s.pend[i] = append(s.pend[i], m)
+	s.c.ARPRequestsSent++
+}
+
+// resolveNeighbours asks, on every port, for the MAC of every static
+// neighbour (or of the gateway that leads to it) not resolved yet, so
+// that the first packets to them are not dropped while ARP answers.
+func (s *Shard) resolveNeighbours(now metaroce.Time) {
+	for _, n := range s.e.cfg.Neighbours {
+		for i, p := range s.ports {
+			h := metaroce.PeerHandle(n.Peer)
+			ip, _, known, ok := s.neigh.addr(h, i)
+			if !ok {
+				continue
+			}
+			if hop := p.nextHop(h, ip); hop != h {
+				h = hop
+				ip, _, known, _ = s.neigh.addr(h, i)
+			}
+			if !known {
+				s.askARP(now, i, h, ip)
+			}
+		}
+	}
+	for i := range s.pend {
+		s.flush(i)
+	}
 }
 
 func (s *Shard) flush(i int) {
