@@ -74,6 +74,10 @@ type neighbours struct {
 	cache   map[IPv4]metaroce.PeerHandle
 	lastARP []metaroce.Time
 	asked   []bool
+
+	lastIP   IPv4 // the last address looked up, and its handle
+	lastPeer metaroce.PeerHandle
+	hasLast  bool
 }
 
 func newNeighbours(t *neighTable) *neighbours {
@@ -96,7 +100,11 @@ func (n *neighbours) addr(p metaroce.PeerHandle, i int) (ip IPv4, mac MAC, known
 // learn is set and there is room; ok is false when ip is unknown and was
 // not added.
 func (n *neighbours) lookup(ip IPv4, learn bool) (metaroce.PeerHandle, bool) {
+	if n.hasLast && ip == n.lastIP { // bursts mostly come from one peer
+		return n.lastPeer, true
+	}
 	if p, ok := n.cache[ip]; ok {
+		n.lastIP, n.lastPeer, n.hasLast = ip, p, true
 		return p, true
 	}
 	t := n.t
