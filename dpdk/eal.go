@@ -32,8 +32,9 @@ var ErrEALDone = errors.New("dpdk: EAL was already initialised in this process (
 // Init starts the EAL with args, which are EAL arguments only (no program
 // name, no "--"). It locks the calling goroutine to its OS thread for good:
 // that thread becomes the main lcore, and work that must run on the main
-// lcore has to stay on this goroutine. It returns the number of arguments
-// EAL consumed.
+// lcore has to stay on this goroutine. Call it from a goroutine that lives
+// as long as the EAL (main): when a locked goroutine exits, Go ends its
+// thread. It returns the number of arguments EAL consumed.
 //
 // EAL pins the main lcore's thread to that lcore's CPU set, and threads
 // the Go runtime creates later may inherit the mask: with "-l 0" every
