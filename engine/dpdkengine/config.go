@@ -142,10 +142,14 @@ func (c Config) Validate() error {
 	if len(c.Ports) == 0 {
 		bad("ports", "at least one port is needed")
 	}
+	names := map[string]bool{}
 	for i, p := range c.Ports {
 		if p.Name == "" {
 			bad(fmt.Sprintf("ports[%d].name", i), "empty")
+		} else if names[p.Name] {
+			bad(fmt.Sprintf("ports[%d].name", i), "%q listed twice", p.Name)
 		}
+		names[p.Name] = true
 		if _, _, err := parseCIDR(p.IP); err != nil {
 			bad(fmt.Sprintf("ports[%d].ip", i), "%v", err)
 		}

@@ -56,6 +56,7 @@ func TestValidateNamesKeys(t *testing.T) {
 		{func(c *Config) { c.Ports = nil }, "ports"},
 		{func(c *Config) { c.Ports[0].IP = "fe80::1" }, "ports[0].ip"},
 		{func(c *Config) { c.Ports[0].Name = "" }, "ports[0].name"},
+		{func(c *Config) { c.Ports = append(c.Ports, c.Ports[0]) }, "ports[1].name"},
 		{func(c *Config) { c.Ports[0].Queues = 100 }, "ports[0].queues"},
 		{func(c *Config) { c.Neighbours = []Neighbour{{Peer: 1, IP: "x"}} }, "neighbours[0].ip"},
 		{func(c *Config) { c.Neighbours = []Neighbour{{Peer: 1, IP: "1.2.3.4", MAC: "zz"}} }, "neighbours[0].mac"},
