@@ -9,16 +9,17 @@ FUZZTIME  ?= 10s
 BENCH     ?= .
 BENCHTIME ?=
 PKGS      ?= ./...
+HUGEPAGES ?= 512
 
 # staticcheck release verified against Go 1.26 (go install served by the
 # module proxy). Bump deliberately, after checking `make lint` still passes.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: help deps build test bench fuzz lint demo demo-mem experiments clean
+.PHONY: help deps build test bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean
 
 help:
-	@echo "targets: deps build test bench fuzz lint demo demo-mem experiments clean"
+	@echo "targets: deps build test bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make fuzz FUZZTIME=30s"
 
@@ -37,6 +38,15 @@ test: deps
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) $(PKGS)
+
+# 2 MiB hugepages for the DPDK data path (idempotent; HUGEPAGES=N pages).
+hugepages:
+	./scripts/setup-hugepages.sh $(HUGEPAGES)
+
+# DPDK data-path benchmarks on hugepages: metaroce write_bw over memif
+# against the raw memif packet rate in the same run (test/memifraw).
+bench-dpdk: deps hugepages
+	MR_HUGE=1 $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) ./test/memifraw/
 
 fuzz:
 	./scripts/fuzz-all.sh $(FUZZTIME) $(PKGS)

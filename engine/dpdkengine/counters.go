@@ -1,0 +1,40 @@
+package dpdkengine
+
+// Counters are one shard's data-path counters. The shard goroutine writes
+// them; other goroutines get a copy through Shard.Counters.
+type Counters struct {
+	RxFrames        uint64 // frames taken from the port
+	RxDelivered     uint64 // UDP payloads handed to the transport core
+	Drops           [dropKinds]uint64
+	Reordered       uint64 // packets held back behind later ones by the impairment stage
+	TxFrames        uint64 // frames the port accepted
+	TxBytes         uint64
+	TxNoMbuf        uint64 // times the pool had no mbufs for a tx burst
+	TxBlocked       uint64 // loop iterations that produced nothing because the port's queue was full
+	NoNeighbour     uint64 // packets the core produced for a peer without a MAC yet (dropped; the core resends)
+	ARPRequestsSent uint64
+	ARPRepliesSent  uint64
+	ARPLearned      uint64
+	Loops           uint64 // loop iterations
+	IdleSleeps      uint64 // times the loop slept for lack of work
+}
+
+// Dropped is the total of all drop reasons.
+func (c *Counters) Dropped() uint64 {
+	var t uint64
+	for _, v := range c.Drops {
+		t += v
+	}
+	return t
+}
+
+// DropMap returns the non-zero drop counters by name.
+func (c *Counters) DropMap() map[string]uint64 {
+	m := map[string]uint64{}
+	for i, v := range c.Drops {
+		if v != 0 {
+			m[Drop(i).String()] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,553 @@
+package dpdkengine
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/metaroce/metaroce/dpdk"
+	"github.com/metaroce/metaroce/metaroce"
+)
+
+// shardIO is where a shard's bursts come from and go to: a port's queues
+// directly, or rte_rings fed by a C lcore loop (package lcore).
+type shardIO interface {
+	// rx fills out with frames received on port i; the shard owns them.
+	rx(i int, out []*dpdk.Mbuf) int
+	// tx hands frames to port i and returns how many were taken; the
+	// shard keeps pkts[n:].
+	tx(i int, pkts []*dpdk.Mbuf) int
+}
+
+// directIO: the shard owns queue q of every port (rx from every queue of
+// the port, so frames other local senders put on extra queues of the peer
+// arrive too).
+type directIO struct {
+	ports []*port
+	q     uint16
+}
+
+func (d *directIO) rx(i int, out []*dpdk.Mbuf) int {
+	p := d.ports[i]
+	n := 0
+	for q := 0; q < p.queues && n < len(out); q++ {
+		n += p.id.RxBurst(uint16(q), out[n:])
+	}
+	return n
+}
+
+func (d *directIO) tx(i int, pkts []*dpdk.Mbuf) int { return d.ports[i].id.TxBurst(d.q, pkts) }
+
+// Shard runs one transport core over the engine's ports on its own
+// goroutine, locked to an OS thread registered with the EAL. Everything
+// reachable from the transport (endpoint, connections, queue pairs,
+// completion queues, memory regions) belongs to that goroutine once the
+// shard runs: other goroutines reach it only through Do.
+type Shard struct {
+	e      *Engine
+	tr     metaroce.Transport
+	io     shardIO
+	ports  []*port
+	neigh  *neighbours
+	imp    *impairer
+	burst  int
+	maxLen int
+
+	// Burst arrays live in C memory (dpdk.NewMbufArray) and never grow
+	// past their capacity.
+	rxb   []*dpdk.Mbuf
+	frees []*dpdk.Mbuf
+	spare []*dpdk.Mbuf   // allocated, not yet used for tx
+	pend  [][]*dpdk.Mbuf // per port: built, not yet taken by the queue (cap 4 bursts)
+	hdr   []Header       // per port: our side of the headers
+	ours  []Ours         // per port: what a frame must be addressed to
+	index int            // shard number: it listens on UDP port UDPPort+index
+
+	cmdMu   sync.Mutex
+	cmds    []cmd
+	cmdFlag atomic.Bool
+	wake    chan struct{}
+	stop    atomic.Bool
+	done    chan struct{}
+	err     error
+
+	epoch time.Time
+	c     Counters
+}
+
+type cmd struct {
+	fn   func(now metaroce.Time)
+	done chan struct{}
+}
+
+func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, error) {
+	cfg := e.cfg
+	neigh := newNeighbours(e.neigh)
+	s := &Shard{e: e, tr: tr, io: io, ports: e.ports, neigh: neigh, imp: newImpairer(cfg.Impair),
+		burst: cfg.Burst, maxLen: tr.MaxPacketLen(),
+		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
+		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
+		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index}
+	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
+		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
+			s.maxLen, HdrLen, room)
+	}
+	for _, p := range e.ports {
+		s.pend = append(s.pend, dpdk.NewMbufArray(4 * cfg.Burst)[:0])
+		udp := cfg.UDPPort + uint16(index)
+		s.ours = append(s.ours, Ours{MAC: p.mac, IP: p.ip, Port: udp})
+		s.hdr = append(s.hdr, Header{SrcMAC: p.mac, SrcIP: p.ip, DstPort: udp, ECT: true,
+			SoftIPChecksum: !p.txIPOffload, SoftUDPChecksum: p.udpSoft, OffloadUDP: p.txUDPOffload})
+	}
+	return s, nil
+}
+
+// now is the shard's monotonic clock, in the core's Time.
+func (s *Shard) now() metaroce.Time { return metaroce.Time(time.Since(s.epoch)) }
+
+// Do runs fn on the shard's goroutine, between bursts, and waits for it:
+// the only safe way for another goroutine to post work requests, poll
+// completion queues or read counters of the shard's transport. now is the
+// shard's clock. It returns an error when the shard has stopped.
+func (s *Shard) Do(fn func(now metaroce.Time)) error {
+	c := cmd{fn: fn, done: make(chan struct{})}
+	s.cmdMu.Lock()
+	if s.stop.Load() {
+		s.cmdMu.Unlock()
+		return ErrStopped
+	}
+	s.cmds = append(s.cmds, c)
+	s.cmdFlag.Store(true)
+	s.cmdMu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-s.done:
+		// The shard may have run it just before stopping.
+		select {
+		case <-c.done:
+			return nil
+		default:
+			return ErrStopped
+		}
+	}
+}
+
+// ErrStopped means the shard no longer runs.
+var ErrStopped = errors.New("dpdk engine: shard stopped")
+
+// Counters returns a copy of the shard's counters.
+func (s *Shard) Counters() (Counters, error) {
+	var c Counters
+	err := s.Do(func(metaroce.Time) { c = s.c })
+	return c, err
+}
+
+// Done is closed when the shard's loop has ended; Err then says why.
+func (s *Shard) Done() <-chan struct{} { return s.done }
+
+// Err is the error that ended the loop (nil after a requested stop).
+func (s *Shard) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+func (s *Shard) runCmds(now metaroce.Time) {
+	s.cmdMu.Lock()
+	cmds := s.cmds
+	s.cmds = nil
+	s.cmdFlag.Store(false)
+	s.cmdMu.Unlock()
+	for _, c := range cmds {
+		c.fn(now)
+		close(c.done)
+	}
+}
+
+// yieldEvery is how often a spinning idle shard yields its P.
+const yieldEvery = metaroce.Time(200 * time.Microsecond)
+
+// run is the shard loop. It owns the OS thread it runs on.
+func (s *Shard) run(started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := dpdk.RegisterThread(); err != nil {
+		started <- err
+		close(s.done)
+		return
+	}
+	defer dpdk.UnregisterThread()
+	started <- nil
+	defer close(s.done)
+	defer s.drain()
+
+	var idleSince, lastYield metaroce.Time
+	idle := false
+	sleep := time.Microsecond
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	if s.index == 0 {
+		s.resolveNeighbours(s.now())
+	}
+	for !s.stop.Load() {
+		s.c.Loops++
+		now := s.now()
+		work := s.poll(now)
+		if s.cmdFlag.Load() {
+			s.runCmds(now)
+			work++
+		}
+		if s.tr.NextDeadline() <= now {
+			s.tr.OnTimer(now)
+		}
+		work += s.transmit(now)
+		if work > 0 {
+			idle, sleep = false, time.Microsecond
+			continue
+		}
+		if !idle {
+			idle, idleSince = true, now
+		}
+		if now-idleSince < metaroce.Time(s.e.cfg.IdleSpin) {
+			// While spinning idle, let the scheduler run other goroutines
+			// now and then: a shard holds a P, and the application's
+			// goroutine (posting work, polling completions through Do)
+			// needs one; with as many spinning shards as Ps it would wait
+			// for the 10ms preemption tick, and the shards run dry.
+			if now-lastYield > yieldEvery {
+				lastYield = now
+				runtime.Gosched()
+			}
+			continue
+		}
+		// Idle back-off: sleep, doubling up to MaxIdleSleep, but never past
+		// the transport's next deadline; Do wakes us at once.
+		d := sleep
+		if dl := s.tr.NextDeadline(); dl != metaroce.Never {
+			d = min(d, time.Duration(dl-s.now()))
+		}
+		sleep = min(2*sleep, s.e.cfg.MaxIdleSleep)
+		if d <= 0 {
+			continue
+		}
+		s.c.IdleSleeps++
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+		case <-s.wake:
+			timer.Stop()
+		}
+	}
+	s.cmdMu.Lock()
+	cmds := s.cmds
+	s.cmds = nil
+	s.cmdMu.Unlock()
+	for _, c := range cmds { // run what was queued before the stop
+		c.fn(s.now())
+		close(c.done)
+	}
+}
+
+// drain frees every mbuf the shard still holds.
+func (s *Shard) drain() {
+	for i := range s.pend {
+		dpdk.FreeBulk(s.pend[i])
+		s.pend[i] = s.pend[i][:0]
+	}
+	dpdk.FreeBulk(s.spare)
+	s.spare = s.spare[:0]
+	if s.imp != nil {
+		for _, h := range s.imp.held {
+			dpdk.FreeBulk([]*dpdk.Mbuf{h.m})
+		}
+		for _, h := range s.imp.prev {
+			dpdk.FreeBulk([]*dpdk.Mbuf{h.m})
+		}
+		s.imp.held, s.imp.prev = s.imp.held[:0], s.imp.prev[:0]
+	}
+	for _, a := range append(s.pend, s.rxb, s.frees, s.spare) {
+		dpdk.FreeMbufArray(a)
+	}
+	s.pend, s.rxb, s.frees, s.spare = nil, nil, nil, nil
+}
+
+// poll receives one burst from every port and hands each packet to the
+// transport; it returns the frames received.
+func (s *Shard) poll(now metaroce.Time) int {
+	total := 0
+	for i := range s.ports {
+		n := s.io.rx(i, s.rxb)
+		if n == 0 {
+			continue
+		}
+		total += n
+		s.c.RxFrames += uint64(n)
+		s.frees = s.frees[:0]
+		for _, m := range s.rxb[:n] {
+			if !s.handle(now, i, m) {
+				s.frees = append(s.frees, m)
+			}
+		}
+		dpdk.FreeBulk(s.frees)
+	}
+	if s.imp != nil {
+		// Deliver what was held back in the previous round: it now
+		// arrives behind everything received since.
+		im := s.imp
+		s.frees = s.frees[:0]
+		for _, h := range im.prev {
+			s.deliver(now, h.plane, h.m, false)
+			s.frees = append(s.frees, h.m)
+			if len(s.frees) == cap(s.frees) {
+				dpdk.FreeBulk(s.frees)
+				s.frees = s.frees[:0]
+			}
+		}
+		dpdk.FreeBulk(s.frees)
+		im.prev, im.held = im.held, im.prev[:0]
+	}
+	return total
+}
+
+// handle processes one received frame. It returns true when it kept the
+// mbuf (turned into a reply, or held back), false when the caller frees it.
+func (s *Shard) handle(now metaroce.Time, i int, m *dpdk.Mbuf) bool {
+	frame := m.Data()
+	et, d := EtherType(frame)
+	if d != DropNone {
+		s.c.Drops[d]++
+		return false
+	}
+	if et == etherTypeARP {
+		return s.onARP(now, i, m, frame)
+	}
+	if et != etherTypeIPv4 {
+		s.c.Drops[DropNonIP]++
+		return false
+	}
+	if s.imp != nil {
+		// Impair only what is addressed to us; the rest is dropped below
+		// for its own reason.
+		if _, d := ParseUDP(frame, &s.ours[i], s.checks(i, m)); d == DropNone {
+			switch s.imp.verdict() {
+			case 1:
+				s.c.Drops[DropImpaired]++
+				return false
+			case 2:
+				s.c.Reordered++
+				s.imp.held = append(s.imp.held, heldPkt{m: m, plane: i})
+				return true
+			}
+		}
+	}
+	s.deliver(now, i, m, true)
+	return false
+}
+
+func (s *Shard) checks(i int, m *dpdk.Mbuf) Checks {
+	p := s.ports[i]
+	if !p.rxIPOffload && !p.rxUDPOffload {
+		return Checks{}
+	}
+	f := m.OLFlags()
+	return Checks{
+		IPGood:  p.rxIPOffload && f&dpdk.RxIPCksumMask == dpdk.RxIPCksumGood,
+		IPBad:   p.rxIPOffload && f&dpdk.RxIPCksumMask == dpdk.RxIPCksumBad,
+		UDPGood: p.rxUDPOffload && f&dpdk.RxL4CksumMask == dpdk.RxL4CksumGood,
+		UDPBad:  p.rxUDPOffload && f&dpdk.RxL4CksumMask == dpdk.RxL4CksumBad,
+	}
+}
+
+// deliver parses an IPv4 frame and hands its payload to the transport,
+// which copies the data once, straight from the mbuf to its final address.
+func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
+	f, d := ParseUDP(m.Data(), &s.ours[i], s.checks(i, m))
+	if d != DropNone {
+		s.c.Drops[d]++
+		return
+	}
+	peer, ok := s.neigh.lookup(f.SrcIP, true)
+	if !ok {
+		s.c.Drops[DropUnknownPeer]++
+		return
+	}
+	// Learn a MAC from data only when we have none: the frame is not yet
+	// verified (the core checks its CRC), so a forged one must not be
+	// able to move a known neighbour. ARP may.
+	if !s.neigh.known(peer, i) && s.neigh.learn(peer, i, f.SrcMAC) {
+		s.c.ARPLearned++
+	}
+	s.c.RxDelivered++
+	s.tr.Receive(now, f.Payload, metaroce.RxMeta{Peer: peer, Plane: metaroce.PlaneID(i), CE: f.CE})
+}
+
+// onARP answers requests for our address (rewriting the request mbuf into
+// the reply, so it costs no allocation) and learns the sender's MAC when
+// it is a neighbour of ours.
+func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
+	a, d := ParseARP(frame)
+	if d != DropNone {
+		s.c.Drops[d]++
+		return false
+	}
+	p := s.ports[i]
+	if peer, ok := s.neigh.lookup(a.SenderIP, false); ok && s.neigh.learn(peer, i, a.SenderMAC) {
+		s.c.ARPLearned++
+	}
+	if a.Op != arpRequest || a.TargetIP != p.ip || len(s.pend[i]) == cap(s.pend[i]) {
+		return false
+	}
+	n := WriteARP(m.Room(), arpReply, p.mac, p.ip, a.SenderMAC, a.SenderIP)
+	m.SetLen(n)
+	m.SetTxOffload(0, 0, 0, 0)
+	s.pend[i] = append(s.pend[i], m)
+	s.c.ARPRepliesSent++
+	return true
+}
+
+// transmit sends what is pending, then takes packets from the transport
+// into mbufs until it has nothing more or a burst is full, and sends them.
+// While a port's queue refuses frames, nothing new is produced
+// (back-pressure instead of drops).
+func (s *Shard) transmit(now metaroce.Time) int {
+	for i := range s.pend {
+		s.flush(i)
+		if len(s.pend[i]) > cap(s.pend[i])-2*s.burst {
+			s.c.TxBlocked++
+			return 0 // the queue is full: produce nothing until it drains
+		}
+	}
+	made := 0
+	for made < s.burst {
+		if len(s.spare) == 0 {
+			s.spare = s.spare[:s.burst]
+			if err := s.e.pool.AllocBulk(s.spare); err != nil {
+				s.spare = s.spare[:0]
+				s.c.TxNoMbuf++
+				break
+			}
+		}
+		m := s.spare[len(s.spare)-1]
+		room := m.Room()
+		meta, ok := s.tr.NextPacket(now, room[HdrLen:HdrLen+s.maxLen])
+		if !ok {
+			break
+		}
+		made++
+		i := int(meta.Plane) % len(s.ports)
+		ip, mac, known, ok := s.neigh.addr(meta.Peer, i)
+		if ok {
+			if hop := s.ports[i].nextHop(meta.Peer, ip); hop != meta.Peer {
+				var hopIP IPv4
+				hopIP, mac, known, _ = s.neigh.addr(hop, i)
+				if !known {
+					ip = hopIP // resolve the gateway, not the peer
+				}
+				meta.Peer = hop
+			}
+		}
+		if !known {
+			s.c.NoNeighbour++
+			if ok {
+				s.askARP(now, i, meta.Peer, ip)
+			}
+			continue // the core resends the packet later
+		}
+		h := &s.hdr[i]
+		h.DstMAC, h.DstIP, h.SrcPort, h.ECT = mac, ip, uint16(meta.Entropy), meta.ECT
+		m.SetLen(WriteHeaders(room, h, meta.Len))
+		if p := s.ports[i]; p.txFlags != 0 {
+			m.SetTxOffload(p.txFlags, EthHdrLen, IPv4HdrLen, 0)
+		}
+		s.spare = s.spare[:len(s.spare)-1]
+		s.pend[i] = append(s.pend[i], m)
+	}
+	for i := range s.pend {
+		s.flush(i)
+	}
+	return made
+}
+
+// askARP sends a who-has for ip (the address of neighbour h: a peer or a
+// gateway) on port i, unless one went out less than arpRetry ago. It
+// takes an mbuf from the spares (the caller must not hold the last one).
+func (s *Shard) askARP(now metaroce.Time, i int, h metaroce.PeerHandle, ip IPv4) {
+	pr := i*maxPeers + int(h)
+	if s.neigh.asked[pr] && now-s.neigh.lastARP[pr] < arpRetry {
+		return
+	}
+	if len(s.pend[i]) == cap(s.pend[i]) {
+		return
+	}
+	if len(s.spare) == 0 {
+		s.spare = s.spare[:s.burst]
+		if err := s.e.pool.AllocBulk(s.spare); err != nil {
+			s.spare = s.spare[:0]
+			s.c.TxNoMbuf++
+			return
+		}
+	}
+	m := s.spare[len(s.spare)-1]
+	s.spare = s.spare[:len(s.spare)-1]
+	s.neigh.asked[pr], s.neigh.lastARP[pr] = true, now
+	p := s.ports[i]
+	m.SetLen(WriteARP(m.Room(), arpRequest, p.mac, p.ip, MAC{}, ip))
+	m.SetTxOffload(0, 0, 0, 0)
+	s.pend[i] = append(s.pend[i], m)
+	s.c.ARPRequestsSent++
+}
+
+// resolveNeighbours asks, on every port, for the MAC of every static
+// neighbour (or of the gateway that leads to it) not resolved yet, so
+// that the first packets to them are not dropped while ARP answers.
+func (s *Shard) resolveNeighbours(now metaroce.Time) {
+	for _, n := range s.e.cfg.Neighbours {
+		for i, p := range s.ports {
+			h := metaroce.PeerHandle(n.Peer)
+			ip, _, known, ok := s.neigh.addr(h, i)
+			if !ok {
+				continue
+			}
+			if hop := p.nextHop(h, ip); hop != h {
+				h = hop
+				ip, _, known, _ = s.neigh.addr(h, i)
+			}
+			if !known {
+				s.askARP(now, i, h, ip)
+			}
+		}
+	}
+	for i := range s.pend {
+		s.flush(i)
+	}
+}
+
+func (s *Shard) flush(i int) {
+	p := s.pend[i]
+	if len(p) == 0 {
+		return
+	}
+	// Count bytes before the burst: sent mbufs belong to the driver after.
+	var bytes uint64
+	for _, m := range p {
+		bytes += uint64(m.Len())
+	}
+	n := s.io.tx(i, p)
+	for _, m := range p[n:] {
+		bytes -= uint64(m.Len())
+	}
+	s.c.TxBytes += bytes
+	s.c.TxFrames += uint64(n)
+	s.pend[i] = p[:copy(p, p[n:])]
+}

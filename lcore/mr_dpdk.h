@@ -1,0 +1,1 @@
+../cgo/mr_dpdk.h

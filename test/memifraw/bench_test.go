@@ -1,0 +1,224 @@
+package memifraw
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/engine/dpdkengine"
+	"github.com/metaroce/metaroce/mempool"
+	"github.com/metaroce/metaroce/metaroce"
+)
+
+// benchMTU is the payload per packet: MR_BENCH_MTU or 1024 (the "1 KiB
+// frames" of the issue).
+var benchMTU = func() int {
+	if v, err := strconv.Atoi(os.Getenv("MR_BENCH_MTU")); err == nil && v > 0 {
+		return v
+	}
+	return 1024
+}()
+
+const (
+	writeSize  = 64 << 10 // bytes per WRITE
+	writeDepth = 128      // WRITEs kept outstanding
+)
+
+// wbw is a metaroce write_bw over memif pair 1: two engines, one shard
+// each, A WRITEs into B.
+type wbw struct {
+	eng    [2]*dpdkengine.Engine
+	sh     [2]*dpdkengine.Shard
+	ep     [2]*metaroce.Endpoint
+	qa     *metaroce.QueuePair
+	cqa    *metaroce.CompletionQueue
+	src    *metaroce.MemoryRegion
+	dst    *metaroce.MemoryRegion
+	ca, cb *metaroce.Conn
+	posted uint64
+	done   uint64
+}
+
+var bw *wbw
+
+func setupWriteBW(b *testing.B) *wbw {
+	if bw != nil {
+		return bw
+	}
+	w := &wbw{}
+	ips := []string{"10.0.0.1", "10.0.0.2"}
+	for i := 0; i < 2; i++ {
+		cfg := dpdkengine.Config{Ports: []dpdkengine.PortConfig{{Name: []string{"net_memif2", "net_memif3"}[i], IP: ips[i]}},
+			Neighbours: []dpdkengine.Neighbour{{Peer: uint32(1 - i), IP: ips[1-i]}},
+			Checksum:   benchChecksum(), PoolSize: 16383}
+		e, err := dpdkengine.Start(cfg, nil)
+		require.NoError(b, err)
+		w.eng[i] = e
+	}
+	// Both stop polling, then the client side closes, and the server only
+	// after the interrupt thread has handled the disconnect (memif races
+	// otherwise; see dpdkengine.Engine.WaitLinkDown).
+	atExit = append(atExit, func() {
+		w.eng[0].Stop()
+		w.eng[1].Stop()
+		w.eng[1].Close()
+		w.eng[0].WaitLinkDown(5 * time.Second)
+		time.Sleep(50 * time.Millisecond)
+		w.eng[0].Close()
+	})
+	for i := 0; i < 2; i++ {
+		require.NoError(b, w.eng[i].WaitLink(10*time.Second))
+		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: benchMTU,
+			AcceptIncoming: i == 1, ConnectRetries: 1000, Paths: benchPaths(), PathWindow: benchWindow()})
+		require.NoError(b, err)
+		w.ep[i] = ep
+		w.sh[i], err = w.eng[i].Run(ep)
+		require.NoError(b, err)
+	}
+	srcR, err := mempool.NewRegion(writeSize * writeDepth)
+	require.NoError(b, err)
+	dstR, err := mempool.NewRegion(writeSize * writeDepth)
+	require.NoError(b, err)
+	require.NoError(b, w.sh[0].Do(func(now metaroce.Time) {
+		w.ca, err = w.ep[0].Connect(now, 1)
+	}))
+	require.NoError(b, err)
+	for deadline := time.Now().Add(10 * time.Second); w.cb == nil; time.Sleep(time.Millisecond) {
+		require.True(b, time.Now().Before(deadline), "no connection")
+		require.NoError(b, w.sh[1].Do(func(metaroce.Time) {
+			if c, ok := w.ep[1].Accept(); ok {
+				w.cb = c
+			}
+		}))
+	}
+	require.NoError(b, w.sh[1].Do(func(metaroce.Time) {
+		pd := w.ep[1].AllocPD()
+		cq := metaroce.NewCompletionQueue(16)
+		if _, err = w.cb.CreateQP(1, metaroce.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq}); err != nil {
+			return
+		}
+		w.dst, err = pd.RegisterMR(dstR.Bytes(), metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+	}))
+	require.NoError(b, err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		est := false
+		require.NoError(b, w.sh[0].Do(func(metaroce.Time) { est = w.ca.Established() }))
+		if est {
+			break
+		}
+		require.True(b, time.Now().Before(deadline), "not established")
+	}
+	require.NoError(b, w.sh[0].Do(func(metaroce.Time) {
+		pd := w.ep[0].AllocPD()
+		w.cqa = metaroce.NewCompletionQueue(writeDepth)
+		w.qa, err = w.ca.CreateQP(1, metaroce.QPAttr{PD: pd, SendCQ: w.cqa, RecvCQ: w.cqa})
+		if err == nil {
+			w.src, err = pd.RegisterMR(srcR.Bytes(), 0)
+		}
+	}))
+	require.NoError(b, err)
+	bw = w
+	return w
+}
+
+// write moves n WRITEs of writeSize bytes, keeping writeDepth outstanding,
+// and returns the time it took. The application goroutine tops the queue
+// up through Shard.Do once per millisecond at most.
+func (w *wbw) write(b *testing.B, n uint64) time.Duration {
+	start := time.Now()
+	target := w.done + n
+	var wcs [writeDepth]metaroce.WorkCompletion
+	for w.done < target {
+		require.NoError(b, w.sh[0].Do(func(now metaroce.Time) {
+			k := w.cqa.Poll(wcs[:])
+			for _, wc := range wcs[:k] {
+				if wc.Status != metaroce.StatusSuccess {
+					b.Errorf("WRITE %d: %v", wc.WRID, wc.Status)
+				}
+			}
+			w.done += uint64(k)
+			for w.posted-w.done < writeDepth && w.posted < target {
+				slot := int(w.posted % writeDepth)
+				if err := w.qa.PostSend(now, metaroce.SendWR{ID: w.posted, Opcode: metaroce.WRWrite,
+					Local: w.src.SGE(slot*writeSize, writeSize), RemoteAddr: w.dst.Addr() + uint64(slot*writeSize), RKey: w.dst.RKey()}); err != nil {
+					b.Errorf("post: %v", err)
+					return
+				}
+				w.posted++
+			}
+		}))
+		if b.Failed() {
+			b.FailNow()
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkWriteBWVsRaw: one op is 64 KiB moved, first by the raw memif
+// sender/receiver in frames as long as the transport's data frames, then
+// as metaroce WRITEs through two engine shards, in the same process. It
+// reports both rates and their ratio, and the packets per second the
+// sending shard handled (data out + ACKs in).
+func BenchmarkWriteBWVsRaw(b *testing.B) {
+	pool, ports := rawPair(b)
+	w := setupWriteBW(b)
+	frameLen := dpdkengine.HdrLen + w.ep[0].MaxPacketLen() // a full data frame
+	payloadPerFrame := benchMTU
+	frames := uint64(b.N) * writeSize / uint64(payloadPerFrame)
+	b.ResetTimer()
+	raw, err := Run(pool, ports[0], ports[1], frameLen, frames, 32)
+	require.NoError(b, err)
+	c0, err := w.sh[0].Counters()
+	require.NoError(b, err)
+	el := w.write(b, uint64(b.N))
+	b.StopTimer()
+	c1, err := w.sh[0].Counters()
+	require.NoError(b, err)
+	if testing.Verbose() {
+		cb, _ := w.sh[1].Counters()
+		b.Logf("shard A: loops %d idle sleeps %d rx %d tx %d nombuf %d blocked %d; shard B: loops %d idle sleeps %d rx %d tx %d",
+			c1.Loops-c0.Loops, c1.IdleSleeps-c0.IdleSleeps, c1.RxFrames-c0.RxFrames, c1.TxFrames-c0.TxFrames, c1.TxNoMbuf, c1.TxBlocked-c0.TxBlocked,
+			cb.Loops, cb.IdleSleeps, cb.RxFrames, cb.TxFrames)
+	}
+	goodput := float64(b.N) * writeSize * 8 / el.Seconds() / 1e9
+	rawGoodput := raw.Mpps() * 1e6 * float64(payloadPerFrame) * 8 / 1e9
+	b.ReportMetric(raw.Mpps(), "raw_Mpps")
+	b.ReportMetric(rawGoodput, "raw_payload_Gbps")
+	b.ReportMetric(goodput, "write_Gbps")
+	b.ReportMetric(float64(b.N)*writeSize/float64(payloadPerFrame)/el.Seconds()/1e6, "write_data_Mpps")
+	b.ReportMetric(float64(c1.TxFrames-c0.TxFrames+c1.RxFrames-c0.RxFrames)/el.Seconds()/1e6, "shardA_Mpps")
+	b.ReportMetric(goodput/rawGoodput, "ratio")
+	b.Logf("frame %d B, hugepages=%v, checksum=%s: raw %.2f Mpps (%.1f Gb/s payload), write_bw %.1f Gb/s, ratio %.2f",
+		frameLen, hugepages, benchChecksum(), raw.Mpps(), rawGoodput, goodput, goodput/rawGoodput)
+}
+
+// benchChecksum is the engines' checksum mode: MR_BENCH_CHECKSUM or
+// "auto" (memif offers no offload, so auto means software UDP checksums).
+func benchChecksum() string {
+	if v := os.Getenv("MR_BENCH_CHECKSUM"); v != "" {
+		return v
+	}
+	return "auto"
+}
+
+// benchPaths is the paths per connection: MR_BENCH_PATHS or 8 (the core's
+// default). Each path may have 64 packets in flight.
+func benchPaths() int {
+	if v, err := strconv.Atoi(os.Getenv("MR_BENCH_PATHS")); err == nil && v > 0 {
+		return v
+	}
+	return 8
+}
+
+// benchWindow is the packets each path may have in flight:
+// MR_BENCH_WINDOW or 64 (the core's default).
+func benchWindow() int {
+	if v, err := strconv.Atoi(os.Getenv("MR_BENCH_WINDOW")); err == nil && v > 0 {
+		return v
+	}
+	return 64
+}
