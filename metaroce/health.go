@@ -207,18 +207,30 @@ func (c *Conn) onLoss(now Time, p *txPath) {
 	if p.cc.loss <= c.ep.cfg.PathLossFail || p.failed || c.congested(now, p) {
 		return
 	}
+	if mean, ok := c.siblingsMean(p, pathLoss); ok && p.cc.loss > 3*mean {
+		c.failPath(now, p)
+	}
+}
+
+// siblingsMean is the mean of f over p's healthy siblings (false if it
+// has none).
+func (c *Conn) siblingsMean(p *txPath, f func(*pathCC) float64) (float64, bool) {
 	var sum float64
 	n := 0
 	for i := range c.tx {
 		if q := &c.tx[i]; q != p && !q.failed {
-			sum += q.cc.loss
+			sum += f(&q.cc)
 			n++
 		}
 	}
-	if n > 0 && p.cc.loss > 3*sum/float64(n) {
-		c.failPath(now, p)
+	if n == 0 {
+		return 0, false
 	}
+	return sum / float64(n), true
 }
+
+func pathLoss(cc *pathCC) float64  { return cc.loss }
+func pathAlpha(cc *pathCC) float64 { return cc.alpha }
 
 // failPath judges p failed: its outstanding packets move to healthy paths
 // at once, its sequence space restarts under a new generation, and it is
@@ -325,15 +337,8 @@ func (c *Conn) checkReroll(p *txPath) {
 	if cfg.RerollRounds <= 0 || p.rerolling || len(c.tx) < 2 {
 		return
 	}
-	var sum float64
-	n := 0
-	for i := range c.tx {
-		if q := &c.tx[i]; q != p && !q.failed {
-			sum += q.cc.alpha
-			n++
-		}
-	}
-	if n == 0 || p.cc.alpha <= rerollAlpha || p.cc.alpha <= 4*sum/float64(n) {
+	mean, ok := c.siblingsMean(p, pathAlpha)
+	if !ok || p.cc.alpha <= rerollAlpha || p.cc.alpha <= 4*mean {
 		p.cc.hotRounds = 0
 		return
 	}
