@@ -87,12 +87,13 @@ type Conn struct {
 	errNext int
 
 	picker     PathPicker
-	rtt        rttEstimator // over every path's samples: the fallback for paths without their own
-	limit      connLimit    // pacing at the peer's rate hint, in-flight cap (pacer.go)
-	share      rxShare      // this connection as a sender to us (ratehint.go)
-	rerolls    uint16       // entropies taken so far by re-rolls (health.go)
-	ctrlRR     int          // rotation of control packets over paths
-	acceptPath PathID       // path the CONNECT came by (ACCEPT answers on it)
+	rtt        rttEstimator  // over every path's samples: the fallback for paths without their own
+	fastest    time.Duration // the fastest healthy path's srtt, as of the ACK being processed
+	limit      connLimit     // pacing at the peer's rate hint, in-flight cap (pacer.go)
+	share      rxShare       // this connection as a sender to us (ratehint.go)
+	rerolls    uint16        // entropies taken so far by re-rolls (health.go)
+	ctrlRR     int           // rotation of control packets over paths
+	acceptPath PathID        // path the CONNECT came by (ACCEPT answers on it)
 
 	lastRx        Time
 	lastKeepalive Time

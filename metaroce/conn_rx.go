@@ -126,6 +126,7 @@ func (c *Conn) onAck(now Time, body []byte) {
 		return
 	}
 	c.c.AcksReceived++
+	c.fastest = c.fastestSRTT()
 	var b AckBlock
 	for i := 0; i < n; i++ {
 		_ = b.Decode(body[AckPrefixLen+i*AckBlockLen:])

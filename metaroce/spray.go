@@ -1,5 +1,7 @@
 package metaroce
 
+import "time"
+
 // PathPicker chooses the path for each new packet. It is the one piece of
 // the spraying policy; the congestion-control work replaces its weights
 // with live telemetry (RTT, ECN, utilisation).
@@ -48,15 +50,26 @@ func (pp *PathPicker) pick(paths []txPath, plane int) int {
 	return best
 }
 
-// updateSpeed sets p's spraying speed after an RTT sample: relative to the
-// connection's fastest path now, not to the smallest RTT ever seen, so a
-// queue that slows every path alike (the receiver's port) changes nothing.
-func (c *Conn) updateSpeed(p *txPath) {
-	fastest := p.srtt
+// fastestSRTT is the smallest smoothed RTT among c's healthy paths (0 if
+// none has a sample). onAck computes it once per ACK, not per block.
+func (c *Conn) fastestSRTT() time.Duration {
+	var fastest time.Duration
 	for i := range c.tx {
-		if q := &c.tx[i]; q.hasRTT && !q.failed && q.srtt < fastest {
+		if q := &c.tx[i]; q.hasRTT && !q.failed && (fastest == 0 || q.srtt < fastest) {
 			fastest = q.srtt
 		}
+	}
+	return fastest
+}
+
+// updateSpeed sets p's spraying speed after an RTT sample: relative to the
+// connection's fastest path now (c.fastest, or p itself if faster), not to
+// the smallest RTT ever seen, so a queue that slows every path alike (the
+// receiver's port) changes nothing.
+func (c *Conn) updateSpeed(p *txPath) {
+	fastest := c.fastest
+	if fastest == 0 || p.srtt < fastest {
+		fastest = p.srtt
 	}
 	p.speed = speedOne
 	if p.srtt > fastest && fastest > 0 {
