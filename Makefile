@@ -71,7 +71,7 @@ lint:
 # tables, the side-by-side table and the plot (out/demo-bench.png).
 # Hugepages are reserved for the DPDK backend (best effort; UDP needs none).
 demo: deps build
-	@./scripts/hugepages.sh 512
+	@./scripts/setup-hugepages.sh $(HUGEPAGES)
 	@mkdir -p out
 	./$(BIN) bench --set bench.plot=out/demo-bench.png
 
