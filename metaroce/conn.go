@@ -157,8 +157,8 @@ func (c *Conn) PathEntropy(i PathID) Entropy { return c.tx[i].entropy }
 // bits/s (0 = no hint: not paced).
 func (c *Conn) RateHintBps() float64 { return c.limit.hintBps }
 
-// Inflight is the number of sequenced packets not yet acknowledged, over
-// every path.
+// Inflight is the number of sequenced packets not yet acknowledged on the
+// paths not judged failed (a failed path's probes do not count).
 func (c *Conn) Inflight() int { return c.limit.inflight }
 
 // PathFailed reports whether path i is currently judged failed.

@@ -243,7 +243,9 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	}
 	*s = txSlot{}
 	p.inUse--
-	c.limit.inflight--
+	if !p.failed {
+		c.limit.inflight--
+	}
 	c.limit.acked()
 	p.cc.delivered()
 }

@@ -178,7 +178,9 @@ func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
 		p.lastProgress = now
 	}
 	p.inUse++
-	c.limit.inflight++
+	if !p.failed {
+		c.limit.inflight++
+	}
 	return psn, p.slot(psn)
 }
 

@@ -265,8 +265,7 @@ func (c *Conn) failPath(now Time, p *txPath) {
 func (c *Conn) reprobe(now Time, p *txPath) {
 	cfg := &c.ep.cfg
 	if span := int(p.una.Distance(p.next)); span >= SackBits-1 || span >= p.ringLen()-2 {
-		c.limit.inflight -= p.inUse
-		p.restart()
+		p.restart() // a failed path's probes are not counted in flight
 	}
 	c.sendNop(now, p, true)
 	p.reprobeAt = now.Add(p.reprobeWait)
@@ -304,6 +303,7 @@ func (c *Conn) moveOutstanding(p *txPath) {
 // restore brings a failed path back after its probe was acknowledged.
 func (c *Conn) restore(now Time, p *txPath) {
 	p.failed = false
+	c.limit.inflight += p.inUse // its probes count in flight again
 	p.restoredAt = now
 	p.cc.reset(&c.ep.cfg)
 	p.speed = speedOne
@@ -319,7 +319,9 @@ func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
 	*s = txSlot{kind: slotNop}
 	p.next++
 	p.inUse++
-	c.limit.inflight++
+	if !p.failed {
+		c.limit.inflight++
+	}
 	p.c.Probes++
 	if reprobe {
 		p.lastProgress = now

@@ -135,3 +135,49 @@ func TestLossyPathJudgedFailed(t *testing.T) {
 		t.Fatalf("a path losing 45%% beside clean siblings was not failed")
 	}
 }
+
+// inflightInvariant checks that the in-flight count is the packets
+// outstanding on the paths not judged failed.
+func inflightInvariant(t *testing.T, c *Conn) {
+	t.Helper()
+	n := 0
+	for i := range c.tx {
+		if !c.tx[i].failed {
+			n += c.tx[i].inUse
+		}
+	}
+	if c.limit.inflight != n {
+		t.Fatalf("in flight %d, want %d (the healthy paths' outstanding packets)", c.limit.inflight, n)
+	}
+}
+
+// A failed path's probes do not count in flight (they would block new data
+// on the healthy paths behind the in-flight cap), and count again once it
+// is restored.
+func TestFailedPathProbesNotInFlight(t *testing.T) {
+	c := testConn(t, 2)
+	p := &c.tx[0]
+	now := Time(time.Millisecond)
+	c.sendNop(now, &c.tx[1], false)
+	inflightInvariant(t, c)
+	c.failPath(now, p)
+	inflightInvariant(t, c)
+	for i := 0; i < 5; i++ {
+		c.reprobe(now, p)
+		inflightInvariant(t, c)
+	}
+	if p.inUse != 5 || c.limit.inflight != 1 {
+		t.Fatalf("probes %d, in flight %d; want 5 and 1", p.inUse, c.limit.inflight)
+	}
+	buf := make([]byte, c.ep.MaxPacketLen())
+	for {
+		if _, ok := c.produce(now, buf); !ok {
+			break
+		}
+	}
+	c.onAckBlock(now+1000, &AckBlock{Path: 0, PathGen: p.gen, Cum: 2, TSEcho: p.lastStamp})
+	if p.failed {
+		t.Fatalf("not restored")
+	}
+	inflightInvariant(t, c)
+}

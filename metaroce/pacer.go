@@ -34,7 +34,7 @@ type connLimit struct {
 	// receiver's queue before the later ones are counted.
 	grown    int
 	nextSend Time // earliest time for the next new packet
-	inflight int  // sequenced packets outstanding, over every path
+	inflight int  // sequenced packets outstanding on paths not judged failed
 	minRTT   time.Duration
 	pktBytes int    // size of a full data packet, for the in-flight cap
 	jitter   uint64 // state of the pacing jitter's generator

@@ -25,6 +25,7 @@ type scenario struct {
 	window   int
 	link     memlink.Config
 	blackout bool
+	linkRate float64 // Config.LinkRateBps of both ends: 0 = no rate hints
 	ops      []opSpec
 }
 
@@ -36,9 +37,9 @@ type opSpec struct {
 }
 
 func (s scenario) String() string {
-	return fmt.Sprintf("seed=%d paths=%d planes=%d streams=%d mtu=%d window=%d loss=%.3f bursty=%v pathloss=%v pathdelay=%v blackout=%v reorder=%.3f dup=%.3f corrupt=%.4f ops=%d",
+	return fmt.Sprintf("seed=%d paths=%d planes=%d streams=%d mtu=%d window=%d loss=%.3f bursty=%v pathloss=%v pathdelay=%v blackout=%v reorder=%.3f dup=%.3f corrupt=%.4f ops=%d hints=%.0fGb/s",
 		s.seed, s.paths, s.planes, s.streams, s.mtu, s.window, s.link.Loss, s.link.Bursty != nil, s.link.PathLoss, s.link.PathDelay != nil,
-		s.blackout, s.link.Reorder, s.link.Duplicate, s.link.Corrupt, len(s.ops))
+		s.blackout, s.link.Reorder, s.link.Duplicate, s.link.Corrupt, len(s.ops), s.linkRate/1e9)
 }
 
 // drawScenario picks sizes log-uniformly from 1 B to maxSize so both tiny
@@ -99,13 +100,17 @@ func drawScenario(seed uint64, maxSize, budget int) scenario {
 		total += size
 		s.ops = append(s.ops, opSpec{op: mr.WROpcode(r.IntN(5)), stream: r.IntN(s.streams), size: size, imm: r.Uint32()})
 	}
+	// Congestion control with rate hints (drawn last, so earlier seeds keep
+	// their scenarios): none, the link's own rate, or far below it, so
+	// that pacing and the in-flight cap hold the sender back.
+	s.linkRate = []float64{0, 100e9, 5e9}[r.IntN(3)]
 	return s
 }
 
 // runScenario executes s and checks every byte and every completion.
 func runScenario(t *testing.T, s scenario) {
 	t.Helper()
-	cfg := mr.Config{Paths: s.paths, Planes: s.planes, Streams: 64, MTU: s.mtu, PathWindow: s.window}
+	cfg := mr.Config{Paths: s.paths, Planes: s.planes, Streams: 64, MTU: s.mtu, PathWindow: s.window, LinkRateBps: s.linkRate}
 	p, err := mempair.New(cfg, cfg, s.link)
 	require.NoError(t, err, s)
 	ca, cb, err := p.Connect(1e9)
