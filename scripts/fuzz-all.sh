@@ -23,9 +23,9 @@ for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{en
 	for t in $targets; do
 		echo "== fuzz $pkg $t for $fuzztime"
 		dir="$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$t"
-		before=$(ls "$dir" 2>/dev/null | wc -l)
+		before=$( (ls "$dir" 2>/dev/null || true) | wc -l)
 		if ! go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$pkg"; then
-			after=$(ls "$dir" 2>/dev/null | wc -l)
+			after=$( (ls "$dir" 2>/dev/null || true) | wc -l)
 			if [ "$after" -gt "$before" ]; then
 				echo "fuzz-all: $t found a failing input, saved in $dir" >&2
 				exit 1
