@@ -94,8 +94,8 @@ type Config struct {
 	PathReprobe time.Duration
 	// PathLossFail: a path whose recent loss rate (an average over about
 	// 32 packets) exceeds this fraction and three times its siblings'
-	// average, with no ECN marks to explain it, is judged failed, as long
-	// as another path is healthy ((0, 1]). Default 0.4.
+	// average is judged failed, as long as another path is healthy
+	// ((0, 1]). Default 0.4.
 	PathLossFail float64
 	// RerollRounds: a path whose marked fraction stays above 0.5 (and
 	// four times its siblings' average) for this many rounds in a row takes

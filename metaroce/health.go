@@ -13,7 +13,7 @@ import (
 //     such timeouts in a row judge it failed.
 //   - Failure: ACKs for the path stall while its siblings' ACKs keep
 //     coming, with no marks to explain it (a dead link, a dead plane), or
-//     the path loses far more than congestion would (PathLossFail, a
+//     the path loses far more than its siblings (PathLossFail, a
 //     corrupting link). The path is judged failed at once: its outstanding
 //     packets move to healthy paths, it takes no new ones, and it is probed
 //     again after a back-off (PathReprobe, doubling while it keeps failing
@@ -196,7 +196,9 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 }
 
 // onLoss accounts a packet of p found lost, and judges p failed when it
-// loses far more than congestion explains.
+// loses far more than its siblings. Marks do not excuse it: switches
+// mark long before they drop, so a path dropping half its packets while
+// its siblings do not is broken or hopelessly overloaded either way.
 //
 // Uniform loss (a lossy fabric, every path alike) is not a path's fault
 // and failing paths would not help: only a path losing more than
@@ -204,7 +206,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 // failed.
 func (c *Conn) onLoss(now Time, p *txPath) {
 	p.cc.lost()
-	if p.cc.loss <= c.ep.cfg.PathLossFail || p.failed || c.congested(now, p) {
+	if p.cc.loss <= c.ep.cfg.PathLossFail || p.failed {
 		return
 	}
 	if mean, ok := c.siblingsMean(p, pathLoss); ok && p.cc.loss > 3*mean {

@@ -28,7 +28,7 @@ type connLimit struct {
 	heard   bool    // an ACK has arrived, with or without a hint
 	unpaced bool    // the hint is at least our own link rate: no pacing
 	// grown is the slow-start bound on the in-flight cap: it starts at
-	// InitialInflight and grows by one per acknowledged packet (doubling
+	// InitialInflight and grows by two per acknowledged packet (tripling
 	// each RTT). The first senders of an incast hear hints meant for the
 	// few senders counted so far; this keeps them from filling the
 	// receiver's queue before the later ones are counted.
@@ -69,10 +69,12 @@ func (l *connLimit) maxInflightPackets(cfg *Config) int {
 	return min(n, l.grown)
 }
 
-// acked grows the slow-start bound as a packet is acknowledged.
+// acked grows the slow-start bound as a packet is acknowledged: by two,
+// so it triples each RTT (by one, doubling, the 1-packet start costs a
+// lone sender several RTTs at full rate).
 func (l *connLimit) acked() {
 	if l.grown < 1<<20 {
-		l.grown++
+		l.grown += 2
 	}
 }
 
