@@ -24,6 +24,10 @@ func init() { Register(metaroceTransport{}) }
 // MetaRoCEParams is the transport.metaroce section of an experiment file.
 // Zero values take metaroce.Config's defaults.
 type MetaRoCEParams struct {
+	// MTU overrides transport.mtu for metaroce only: on an Ethernet
+	// fabric with 9000-byte frames metaroce can carry 8 KiB payloads,
+	// where RoCEv2's IB MTU stops at 4096.
+	MTU             int      `yaml:"mtu"`
 	Paths           int      `yaml:"paths"`
 	Window          int      `yaml:"window"`
 	AckEvery        int      `yaml:"ack_every"`
@@ -53,6 +57,9 @@ type MetaRoCEParams struct {
 // core is the endpoint configuration for these parameters on hosts with
 // planes NIC ports of nicGbps each.
 func (p *MetaRoCEParams) core(planes, mtu int, nicGbps float64) mr.Config {
+	if p.MTU != 0 {
+		mtu = p.MTU
+	}
 	cfg := mr.Config{
 		Planes: planes, MTU: mtu, Paths: p.Paths, PathWindow: p.Window,
 		AckEvery: p.AckEvery, AckDelay: p.AckDelay.D(), InitialRTO: p.InitialRTO.D(),
@@ -73,7 +80,7 @@ func (p *MetaRoCEParams) core(planes, mtu int, nicGbps float64) mr.Config {
 
 // paramKeys names the experiment key of each core field set from them.
 var paramKeys = map[string]string{
-	"Paths": "paths", "PathWindow": "window", "AckEvery": "ack_every", "AckDelay": "ack_delay",
+	"MTU": "mtu", "Paths": "paths", "PathWindow": "window", "AckEvery": "ack_every", "AckDelay": "ack_delay",
 	"InitialRTO": "initial_rto", "MinRTO": "min_rto", "MaxRTO": "max_rto",
 	"PathFailAfter": "path_fail_after", "PathReprobe": "path_reprobe", "KeepaliveInterval": "keepalive",
 	"PeerDeadTimeout": "peer_dead_timeout", "MinWindow": "min_window", "ECNGain": "ecn_gain",
