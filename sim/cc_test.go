@@ -128,3 +128,22 @@ func TestPlaneReturnsAfterFailure(t *testing.T) {
 	require.Greater(t, mustFloat(t, r, "path_restores"), 0.0)
 	require.Zero(t, mustFloat(t, r, "failed_wrs"))
 }
+
+// Collectives: with ranks spread over the leaves (every ring hop crosses
+// the spines), metaroce's all-reduce completes before RoCEv2's, whose
+// single-path flows collide on the spines.
+func TestSpreadAllReduceFasterThanRoCEv2(t *testing.T) {
+	res := runSmall(t, "collectives.yaml", 0)
+	done := map[string]float64{}
+	for _, r := range res.Rows {
+		kind, _ := r.Get("workload.kind")
+		place, _ := r.Get("workload.placement")
+		tr, _ := r.Get("transport")
+		if kind == "allreduce" && place == "spread" {
+			done[tr.(string)] = mustFloat(t, r, "completion_us")
+		}
+	}
+	require.Contains(t, done, "metaroce")
+	require.Contains(t, done, "rocev2")
+	require.Less(t, done["metaroce"], done["rocev2"])
+}
