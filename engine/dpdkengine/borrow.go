@@ -126,3 +126,17 @@ func (e *Engine) SetImpairment(im Impairment) error {
 	e.cfg.Impair = im
 	return nil
 }
+
+// SetUDPPort replaces the UDP port (udp_port) of the shards started from
+// now on: the port they listen on and send to. A CLI that runs one
+// transport after another on the same ports (metaroce on 4794, the RoCEv2
+// baseline on 4791) sets it before each Run.
+func (e *Engine) SetUDPPort(p uint16) error {
+	if p == 0 {
+		return errors.New("dpdk engine: UDP port 0")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cfg.UDPPort = p
+	return nil
+}
