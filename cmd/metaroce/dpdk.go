@@ -190,13 +190,18 @@ func (d *dpdkPath) Attach(t mr.Transport) error {
 	return nil
 }
 
-// Step lets the shard run one iteration (timers, transmit, a receive
+// stepIterations is how many busy shard iterations one Step allows: the
+// node posts and polls between bursts of up to this many (each moves up
+// to a burst of packets per port); an idle shard hands back at once.
+const stepIterations = 32
+
+// Step lets the shard run up to stepIterations busy iterations (timers, transmit, a receive
 // burst) and takes the loan back; wait is not needed: the shard polls.
 func (d *dpdkPath) Step(time.Duration) (bool, error) {
 	if d.sh == nil {
 		return false, errors.New("dpdk: no transport attached")
 	}
-	d.sh.Release()
+	d.sh.ReleaseFor(stepIterations)
 	d.held = false
 	if err := d.sh.Borrow(); err != nil {
 		if e := d.sh.Err(); e != nil {

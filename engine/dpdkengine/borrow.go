@@ -44,7 +44,16 @@ func (s *Shard) Borrow() error {
 }
 
 // Release ends a loan: the shard's loop goes on.
-func (s *Shard) Release() {
+func (s *Shard) Release() { s.ReleaseFor(0) }
+
+// ReleaseFor ends a loan and lets a following Borrow wait until the shard
+// has run up to n more busy iterations (iterations that moved packets or
+// ran timers); an idle iteration ends the wait at once. A bandwidth test
+// keeps the shard sending between two polls of its completion queue this
+// way, while a latency test (idle between messages) still gets the loan
+// back after one iteration.
+func (s *Shard) ReleaseFor(n int) {
+	s.runLeft = n // the shard is parked: it reads this after returned
 	select {
 	case s.returned <- struct{}{}:
 	default:
@@ -66,6 +75,16 @@ func (s *Shard) lend() {
 			}
 		}
 	}
+}
+
+// lendNow tells the loop whether a pending Borrow is served now: after
+// the iterations ReleaseFor allowed, or when this one had no work.
+func (s *Shard) lendNow(work int) bool {
+	if s.runLeft > 0 && work > 0 {
+		s.runLeft--
+		return false
+	}
+	return true
 }
 
 // CountersLent returns the shard's counters; only the holder of a loan (or

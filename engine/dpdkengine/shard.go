@@ -76,6 +76,7 @@ type Shard struct {
 	borrowReq atomic.Bool
 	lent      chan struct{}
 	returned  chan struct{}
+	runLeft   int // busy iterations still to run before lending (ReleaseFor)
 
 	stop atomic.Bool
 	done chan struct{}
@@ -201,6 +202,7 @@ func (s *Shard) run(started chan<- error) {
 	defer s.drain()
 
 	var idleSince, lastYield metaroce.Time
+	lastTx := 0 // packets the previous iteration sent (a busy shard, for lendNow)
 	idle := false
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
@@ -216,7 +218,7 @@ func (s *Shard) run(started chan<- error) {
 			s.runCmds(now)
 			work++
 		}
-		if s.borrowReq.Load() {
+		if s.borrowReq.Load() && s.lendNow(work+lastTx) {
 			s.lend()
 			now = s.now()
 			work++
@@ -224,7 +226,8 @@ func (s *Shard) run(started chan<- error) {
 		if s.tr.NextDeadline() <= now {
 			s.tr.OnTimer(now)
 		}
-		work += s.transmit(now)
+		lastTx = s.transmit(now)
+		work += lastTx
 		if work > 0 {
 			idle, sleep = false, time.Microsecond
 			continue
