@@ -77,6 +77,12 @@ func checkDPDK(cfg profile.Config, name string) error {
 // ports[1] for the client).
 type dpdkHost struct {
 	engs []*dpdkengine.Engine
+	// peerFirst: on shutdown, wait (bounded) until the peer process has
+	// closed its end of a memif port before closing ours. Set for perf's
+	// server, which ends with its client: were both to close at once, the
+	// EAL interrupt thread handling the peer's disconnect races our port
+	// close (seen as a segfault, docs/dpdk.md Pitfalls).
+	peerFirst bool
 }
 
 // startDPDK starts the EAL (with the profile's eal arguments followed by
@@ -145,6 +151,11 @@ func (h *dpdkHost) shutdown() error {
 	for _, e := range h.engs {
 		e.Stop()
 	}
+	if h.peerFirst && len(h.engs) == 1 && hasMemif(h.engs[0]) {
+		if h.engs[0].WaitLinkDown(3*time.Second) == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	for i := len(h.engs) - 1; i >= 0; i-- {
 		if i < len(h.engs)-1 {
 			// Not a memif pair when the link stays up: close anyway.
@@ -159,6 +170,16 @@ func (h *dpdkHost) shutdown() error {
 	}
 	h.engs = nil
 	return errors.Join(errs...)
+}
+
+// hasMemif reports whether the engine drives a memif port.
+func hasMemif(e *dpdkengine.Engine) bool {
+	for _, p := range e.Ports() {
+		if strings.HasPrefix(p.Name, "net_memif") {
+			return true
+		}
+	}
+	return false
 }
 
 // dpdkPath is a node's data path on a DPDK engine. It belongs to the

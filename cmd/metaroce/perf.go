@@ -211,6 +211,7 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 		if dh, err = startDPDK(cfg, o.eal, false, stderr); err != nil {
 			return err
 		}
+		dh.peerFirst = host == "" // the server closes after its client
 		defer func() {
 			if err := dh.shutdown(); err != nil {
 				log.Sugar().Warnw("dpdk shutdown", "err", err)

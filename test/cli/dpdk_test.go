@@ -42,9 +42,14 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// dpdkPrefix is an EAL --file-prefix no other process uses.
-func dpdkPrefix(role string) string {
-	return fmt.Sprintf("mrcli%d-%d-%s", os.Getpid(), dpdkSeq.Add(1), role)
+// dpdkPrefix is an EAL --file-prefix no other process uses. The EAL's
+// runtime directory of that prefix is removed when the test ends: a
+// process that exits normally removes it itself, one killed on a failure
+// does not.
+func dpdkPrefix(t *testing.T, role string) string {
+	p := fmt.Sprintf("mrcli%d-%d-%s", os.Getpid(), dpdkSeq.Add(1), role)
+	t.Cleanup(func() { os.RemoveAll(filepath.Join("/var/run/dpdk", p)) })
+	return p
 }
 
 // memifProfile writes a perf profile for one end of a memif pair: its
@@ -63,6 +68,7 @@ metaroce:
   mtu: 1024
 rocev2:
   mtu: 1024
+  ack_timeout_code: 14 # perftest's 67 ms: a shared 2-core machine may stall a process for milliseconds
 `, role, ip)
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,8 +77,8 @@ rocev2:
 }
 
 // memifEAL is the EAL command line of one end of the memif pair on sock.
-func memifEAL(role, sock string) []string {
-	return []string{"--", "--lcores", "0@(0-1)", "--no-huge", "-m", "256", "--no-pci", "--file-prefix", dpdkPrefix(role),
+func memifEAL(t *testing.T, role, sock string) []string {
+	return []string{"--", "--lcores", "0@(0-1)", "--no-huge", "-m", "256", "--no-pci", "--file-prefix", dpdkPrefix(t, role),
 		"--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error",
 		"--vdev", "net_memif0,role=" + role + ",id=0,socket=" + sock}
 }
@@ -103,14 +109,16 @@ func TestDPDKPerfMemif(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			srv := exec.CommandContext(ctx, bin, append([]string{"perf", tc.test, "--profile", srvProf, "--transport", tc.transport,
-				"-p", strconv.Itoa(port), "--wait", "20s"}, memifEAL("server", sock)...)...)
+				"-p", strconv.Itoa(port), "--wait", "20s"}, memifEAL(t, "server", sock)...)...)
 			var srvOut, srvErr lockedBuffer
 			srv.Stdout, srv.Stderr = &srvOut, &srvErr
 			if err := srv.Start(); err != nil {
 				t.Fatal(err)
 			}
-			srvDone := make(chan error, 1)
-			go func() { srvDone <- srv.Wait() }()
+			// srvDone is closed when the server has exited, srvErr set.
+			srvDone := make(chan struct{})
+			var srvErr2 error
+			go func() { srvErr2 = srv.Wait(); close(srvDone) }()
 			defer func() {
 				cancel()
 				<-srvDone
@@ -120,27 +128,25 @@ func TestDPDKPerfMemif(t *testing.T) {
 			// comes earlier fails to start (or is never answered).
 			for !strings.Contains(srvOut.String(), "Waiting for client") {
 				select {
-				case err := <-srvDone:
-					t.Fatalf("server ended: %v\n%s\n%s", err, srvOut.String(), srvErr.String())
+				case <-srvDone:
+					t.Fatalf("server ended: %v\n%s\n%s", srvErr2, srvOut.String(), srvErr.String())
 				case <-time.After(10 * time.Millisecond):
 				}
 			}
 			cli := exec.CommandContext(ctx, bin, append(append([]string{"perf", tc.test, "127.0.0.1", "--profile", cliProf,
-				"--transport", tc.transport, "-p", strconv.Itoa(port)}, tc.args...), memifEAL("client", sock)...)...)
+				"--transport", tc.transport, "-p", strconv.Itoa(port)}, tc.args...), memifEAL(t, "client", sock)...)...)
 			var cliOut, cliErr bytes.Buffer
 			cli.Stdout, cli.Stderr = &cliOut, &cliErr
 			if err := cli.Run(); err != nil {
 				t.Fatalf("client: %v\n%s\n%s\nserver:\n%s\n%s", err, cliOut.String(), cliErr.String(), srvOut.String(), srvErr.String())
 			}
-			var err error
 			select {
-			case err = <-srvDone:
-				srvDone <- err
+			case <-srvDone:
 			case <-time.After(20 * time.Second):
 				t.Fatalf("server did not end\n%s", srvOut.String())
 			}
-			if err != nil {
-				t.Fatalf("server: %v\n%s\n%s", err, srvOut.String(), srvErr.String())
+			if srvErr2 != nil {
+				t.Fatalf("server: %v\n%s\n%s", srvErr2, srvOut.String(), srvErr.String())
 			}
 			out := cliOut.String()
 			for _, want := range []string{"Backend        : dpdk", "Transport       : " + tc.transport,
@@ -210,7 +216,7 @@ bench:
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "bench", prof, "--", "--lcores", "0@(0-1)", "--no-huge", "-m", "512", "--no-pci",
-		"--file-prefix", dpdkPrefix("bench"), "--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error",
+		"--file-prefix", dpdkPrefix(t, "bench"), "--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error",
 		"--vdev", "net_memif0,role=server,id=0,socket="+sock, "--vdev", "net_memif1,role=client,id=0,socket="+sock)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
