@@ -107,7 +107,11 @@ func startDPDK(cfg profile.Config, extra []string, bench bool, warn io.Writer) (
 		e, err := dpdkengine.Start(engineConfig(d, s[0], s[1], cfg.Transport), warn)
 		if err != nil {
 			h.shutdown()
-			return nil, fmt.Errorf("dpdk: %w", err)
+			if strings.Contains(err.Error(), "net_memif") && strings.Contains(err.Error(), "rte_eth_dev_start") {
+				// A memif client cannot start before its server listens.
+				return nil, fmt.Errorf("%w (a memif client port starts only once the other end's process runs: start the server first)", err)
+			}
+			return nil, err // "dpdk: ..." or "dpdk engine: ..." already
 		}
 		h.engs = append(h.engs, e)
 	}
@@ -197,15 +201,15 @@ type dpdkPath struct {
 // Attach waits for the links, starts the shard with t and takes its loan.
 func (d *dpdkPath) Attach(t mr.Transport) error {
 	if err := d.eng.WaitLink(15 * time.Second); err != nil {
-		return fmt.Errorf("dpdk: %w", err)
+		return err
 	}
 	sh, err := d.eng.Run(t)
 	if err != nil {
-		return fmt.Errorf("dpdk: %w", err)
+		return err
 	}
 	d.sh = sh
 	if err := sh.Borrow(); err != nil {
-		return fmt.Errorf("dpdk: %w", err)
+		return err
 	}
 	d.held = true
 	return nil
@@ -228,7 +232,7 @@ func (d *dpdkPath) Step(time.Duration) (bool, error) {
 		if e := d.sh.Err(); e != nil {
 			err = e
 		}
-		return false, fmt.Errorf("dpdk: %w", err)
+		return false, err
 	}
 	d.held = true
 	c := d.sh.CountersLent()
