@@ -206,7 +206,7 @@ dpdk:
     - {name: net_memif1, ip: 10.97.0.2/24}
   impair: {seed: 7}
 metaroce: {mtu: 1024}
-rocev2: {mtu: 1024}
+rocev2: {mtu: 1024, ack_timeout_code: 12} # 16 ms: a loaded 2-core machine stalls a node for milliseconds
 bench:
   duration: 400ms
   sweep: {loss: [0, 0.02]}
