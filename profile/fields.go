@@ -104,6 +104,8 @@ func Set(f reflect.Value, raw any) error {
 			return err
 		}
 		f.SetFloat(x)
+	case reflect.Struct:
+		return setStruct(f, raw)
 	case reflect.Slice:
 		items, err := toList(raw)
 		if err != nil {
@@ -118,6 +120,40 @@ func Set(f reflect.Value, raw any) error {
 		f.Set(s)
 	default:
 		return fmt.Errorf("unsupported field kind %v", f.Kind())
+	}
+	return nil
+}
+
+// setStruct fills f, a struct item of a list (dpdk.ports), from a YAML
+// map, strictly: a key the struct has no field for is an error naming it.
+func setStruct(f reflect.Value, raw any) error {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%v is not a map of keys", show(raw))
+	}
+	t := f.Type()
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		i := 0
+		for ; i < t.NumField(); i++ {
+			if strings.EqualFold(t.Field(i).Tag.Get("key"), k) {
+				break
+			}
+		}
+		if i == t.NumField() {
+			var known []string
+			for j := 0; j < t.NumField(); j++ {
+				known = append(known, t.Field(j).Tag.Get("key"))
+			}
+			return fmt.Errorf("unknown key %s (one of %s)", k, strings.Join(known, ", "))
+		}
+		if err := Set(f.Field(i), m[k]); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
 	}
 	return nil
 }

@@ -68,17 +68,61 @@ type UDP struct {
 	Seed int `key:"seed"`
 }
 
-// DPDK configures the DPDK backend (not in this build yet: see README).
+// DPDK configures the DPDK backend: it is the engine's configuration
+// (engine/dpdkengine.Config, docs/dpdk.md), with the same keys; 0 or empty
+// takes the engine's default. The command validates it with the engine's
+// own rules when the backend is dpdk (an error names the key and the file).
 type DPDK struct {
-	EALArgs   []string `key:"eal_args"`
-	Ports     []string `key:"ports"`
-	LocalIP   string   `key:"local_ip"`
-	PeerIP    string   `key:"peer_ip"`
-	PeerMAC   string   `key:"peer_mac"`
-	Queues    int      `key:"queues"`
-	Mbufs     int      `key:"mbufs"`
-	Hugepages int      `key:"hugepages"`
-	Burst     int      `key:"burst"`
+	// EAL are the EAL arguments (--lcores, -a, --vdev, --file-prefix,
+	// --no-huge, ...); those given on the command line after "--" follow.
+	EAL []string `key:"eal"`
+	// Ports are the DPDK ports, in plane order. perf uses them all; bench
+	// runs its server node on ports[0] and its client on ports[1].
+	Ports []DPDKPort `key:"ports"`
+	// UDPPort is the UDP port the data path listens on and sends to.
+	// 0: 4794 for metaroce, 4791 for rocev2.
+	UDPPort int `key:"udp_port"`
+	// Neighbours are static peers (optional: perf and bench add their peer
+	// from the setup exchange and resolve its MAC with ARP).
+	Neighbours []DPDKNeighbour `key:"neighbours"`
+	// Checksum: auto (offload where the port has it), software or none.
+	Checksum string `key:"checksum"`
+	// Impair is the receive-path impairment stage (memif never drops).
+	Impair DPDKImpair `key:"impair"`
+	// PoolSize is the mbufs in the pool; DataRoom each mbuf's buffer
+	// (2 KiB data + 128 headroom by default: MTU up to about 2000).
+	PoolSize int `key:"pool_size"`
+	DataRoom int `key:"data_room"`
+	// Burst is packets per rx/tx burst; RxDesc, TxDesc descriptors per queue.
+	Burst  int `key:"burst"`
+	RxDesc int `key:"rx_desc"`
+	TxDesc int `key:"tx_desc"`
+	// IdleSpin and MaxIdleSleep: a shard's idle back-off.
+	IdleSpin     time.Duration `key:"idle_spin"`
+	MaxIdleSleep time.Duration `key:"max_idle_sleep"`
+}
+
+// DPDKPort is one DPDK port: a vdev name (net_memif0) or a PCI address.
+type DPDKPort struct {
+	Name    string `key:"name"`
+	IP      string `key:"ip"` // our IPv4 address, optionally /prefix
+	Gateway string `key:"gateway"`
+	Queues  int    `key:"queues"`
+}
+
+// DPDKNeighbour is a static peer: the peer handle, its IPv4 address and,
+// optionally, its MAC.
+type DPDKNeighbour struct {
+	Peer int    `key:"peer"`
+	IP   string `key:"ip"`
+	MAC  string `key:"mac"`
+}
+
+// DPDKImpair drops and reorders received packets (for tests).
+type DPDKImpair struct {
+	Loss    float64 `key:"loss"`
+	Reorder float64 `key:"reorder"`
+	Seed    int     `key:"seed"`
 }
 
 // Metaroce holds the metaroce transport's parameters (metaroce.Config).
@@ -170,7 +214,6 @@ func Default() Config {
 		Name: "default", Backend: BackendUDP, Transport: TransportMetaroce,
 		UDP: UDP{ServerIP: "127.0.0.1", ClientIP: "127.0.0.2", Port: 4794, RoCEv2Port: 4791, Burst: 32,
 			SocketBuffer: 4 << 20, Seed: 1},
-		DPDK:     DPDK{Queues: 1, Mbufs: 8191, Hugepages: 512, Burst: 32},
 		Metaroce: Metaroce{Paths: 8, Planes: 1, MTU: 4096, PathWindow: 64, AckEvery: 8, EntropyBase: 49152},
 		RoCEv2:   RoCEv2{MTU: 4096, AckTimeoutCode: 8, RetryCount: 7, DCQCN: true},
 		Perf:     Perf{TCPPort: 18515, TxDepth: 128, RxDepth: 512},

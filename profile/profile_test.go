@@ -2,6 +2,7 @@ package profile
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,14 +19,14 @@ func TestSetConverts(t *testing.T) {
 	f := c.Fields()
 	for k, raw := range map[string]any{
 		"udp.loss": "1%", "metaroce.paths": "16", "bench.duration": "500ms", "rocev2.dcqcn": "false",
-		"bench.sweep.loss": []any{0, 0.01}, "bench.sweep.size": "4096,65536", "dpdk.eal_args": []any{"-l", "0-1"},
+		"bench.sweep.loss": []any{0, 0.01}, "bench.sweep.size": "4096,65536", "dpdk.eal": []any{"-l", "0-1"},
 	} {
 		if err := Set(f[k], raw); err != nil {
 			t.Fatalf("%s=%v: %v", k, raw, err)
 		}
 	}
 	if c.UDP.Loss != 0.01 || c.Metaroce.Paths != 16 || c.Bench.Duration != 500*time.Millisecond || c.RoCEv2.DCQCN ||
-		len(c.Bench.Sweep.Loss) != 2 || c.Bench.Sweep.Size[1] != 65536 || c.DPDK.EALArgs[1] != "0-1" {
+		len(c.Bench.Sweep.Loss) != 2 || c.Bench.Sweep.Size[1] != 65536 || c.DPDK.EAL[1] != "0-1" {
 		t.Fatalf("%+v", c)
 	}
 	for k, raw := range map[string]any{"udp.loss": "lots", "metaroce.paths": 1.5, "bench.duration": 3, "name": 4} {
@@ -85,5 +86,33 @@ func TestMetaroceCoreKeysValidated(t *testing.T) {
 	}
 	if got := c.Metaroce.Core(); got.LinkRateBps != 100e9 || got.HintInterval != 32*time.Microsecond {
 		t.Fatalf("Core() = %+v", got)
+	}
+}
+
+// The dpdk section's lists of ports and neighbours are lists of maps,
+// decoded strictly: an unknown key inside an item is an error naming it.
+func TestSetListOfMaps(t *testing.T) {
+	c := Default()
+	f := c.Fields()
+	ports := []any{map[string]any{"name": "net_memif0", "ip": "10.0.0.1/24", "queues": 2}, map[string]any{"name": "net_memif1", "ip": "10.0.0.2"}}
+	if err := Set(f["dpdk.ports"], ports); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.DPDK.Ports) != 2 || c.DPDK.Ports[0].Queues != 2 || c.DPDK.Ports[1].IP != "10.0.0.2" {
+		t.Fatalf("%+v", c.DPDK.Ports)
+	}
+	for _, raw := range []any{
+		[]any{map[string]any{"nmae": "x"}},
+		[]any{map[string]any{"queues": "many"}},
+		[]any{"net_memif0"},
+		"net_memif0",
+	} {
+		if err := Set(f["dpdk.ports"], raw); err == nil {
+			t.Errorf("%v: no error", raw)
+		}
+	}
+	err := Set(f["dpdk.neighbours"], []any{map[string]any{"peer": 1, "mca": "x"}})
+	if err == nil || !strings.Contains(err.Error(), "unknown key mca") {
+		t.Fatalf("%v", err)
 	}
 }

@@ -26,6 +26,7 @@ type benchOpts struct {
 	loss     float64
 	paths    int
 	mtu      int
+	eal      []string // after "--": EAL arguments (backend dpdk)
 }
 
 func newBenchCmd() *cobra.Command {
@@ -45,9 +46,21 @@ goroutine and its own address (udp.server_ip, udp.client_ip). Loss is
 injected on both receive paths (data and acknowledgements alike).
 
   metaroce bench                               # the embedded default profile
-  metaroce bench configs/loopback-udp.yaml --set bench.sweep.loss=0,0.001,0.01`,
-		Args: cobra.MaximumNArgs(1),
+  metaroce bench configs/loopback-udp.yaml --set bench.sweep.loss=0,0.001,0.01
+
+With backend: dpdk both nodes run in this process on two DPDK ports of one
+EAL (dpdk.ports[0] the server, dpdk.ports[1] the client; a memif pair in
+configs/memif-pair.yaml), and loss is injected by the engine's receive
+impairment stage on both ports (bench.sweep.loss, else dpdk.impair.loss).
+EAL arguments given after "--" follow the profile's dpdk.eal.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if pos, _ := splitDash(cmd, args); len(pos) > 1 {
+				return &usageError{msg: fmt.Sprintf("bench: want at most one PROFILE (then -- EAL args), got %d arguments before --", len(pos))}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, o.eal = splitDash(cmd, args)
 			if len(args) == 1 {
 				if o.cf.profile != "" && o.cf.profile != args[0] {
 					return &usageError{msg: "bench: give the profile once (argument or --profile)"}
@@ -100,6 +113,9 @@ func sweepPoints(s profile.Sweep, cfg profile.Config) []benchPoint {
 	loss := s.Loss
 	if len(loss) == 0 {
 		loss = []float64{cfg.UDP.Loss}
+		if cfg.Backend == profile.BackendDPDK {
+			loss = []float64{cfg.DPDK.Impair.Loss}
+		}
 	}
 	var pts []benchPoint
 	for _, l := range loss {
@@ -125,14 +141,31 @@ func runBench(cmd *cobra.Command, o benchOpts) error {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck
-	if _, err := openBackendCheck(cfg); err != nil {
-		return err
-	}
-	sip, err1 := netip.ParseAddr(cfg.UDP.ServerIP)
-	cip, err2 := netip.ParseAddr(cfg.UDP.ClientIP)
-	if err1 != nil || err2 != nil || sip == cip {
-		return cfgErr("metaroce: %s: key udp.server_ip/udp.client_ip: bench needs two different addresses of this machine (got %q and %q)",
-			name, cfg.UDP.ServerIP, cfg.UDP.ClientIP)
+	var dh *dpdkHost
+	var sip, cip netip.Addr
+	if cfg.Backend == profile.BackendDPDK {
+		if o.pcap != "" {
+			return &usageError{msg: "bench: --pcap records the udp backend; with backend dpdk capture on a tap or NIC mirror instead"}
+		}
+		if dh, err = startDPDK(cfg, o.eal, true, stderr); err != nil {
+			return err
+		}
+		defer func() {
+			if err := dh.shutdown(); err != nil {
+				log.Sugar().Warnw("dpdk shutdown", "err", err)
+			}
+		}()
+	} else {
+		if len(o.eal) > 0 {
+			return &usageError{msg: fmt.Sprintf("bench: arguments after -- are EAL arguments, for backend dpdk (backend is %s)", cfg.Backend)}
+		}
+		var err1, err2 error
+		sip, err1 = netip.ParseAddr(cfg.UDP.ServerIP)
+		cip, err2 = netip.ParseAddr(cfg.UDP.ClientIP)
+		if err1 != nil || err2 != nil || sip == cip {
+			return cfgErr("metaroce: %s: key udp.server_ip/udp.client_ip: bench needs two different addresses of this machine (got %q and %q)",
+				name, cfg.UDP.ServerIP, cfg.UDP.ClientIP)
+		}
 	}
 	stop, release := sigStop()
 	defer release()
@@ -166,7 +199,7 @@ points:
 				fmt.Fprintf(stderr, "  [%d/%d] %s: loss %g, %d B, %d paths, %d QPs (%.0fs so far)\n", i+1, len(pts), tr, pt.Loss,
 					pt.Size, pt.Paths, pt.QPs, time.Since(started).Seconds())
 			}
-			cell := benchRun(cfg, profile.Transport(tr), pt, sip, cip, stop, capture, met)
+			cell := benchRun(cfg, profile.Transport(tr), pt, dh, sip, cip, stop, capture, met)
 			cells[i] = append(cells[i], cell)
 			var wf *wrFailure
 			if errors.As(cell.err, &wf) {
@@ -198,19 +231,15 @@ points:
 	return runErr
 }
 
-// openBackendCheck refuses a backend this build lacks before anything runs.
-func openBackendCheck(cfg profile.Config) (bool, error) {
-	if cfg.Backend == profile.BackendDPDK {
-		_, err := openBackend(cfg, cfg.Transport, netip.Addr{}, 0)
-		return false, err
-	}
-	return true, nil
-}
-
 // benchRun runs one transport at one point: a server node on its own
 // goroutine, the client on this one, the setup over channels.
-func benchRun(cfg profile.Config, tr profile.Transport, pt benchPoint, sip, cip netip.Addr, stop func() bool, capture func(*node), met *metricsServer) benchCell {
+func benchRun(cfg profile.Config, tr profile.Transport, pt benchPoint, dh *dpdkHost, sip, cip netip.Addr, stop func() bool, capture func(*node), met *metricsServer) benchCell {
 	cfg.UDP.Loss = pt.Loss
+	cfg.DPDK.Impair.Loss = pt.Loss
+	srvOpen, cliOpen := udpOpener(cfg, sip), udpOpener(cfg, cip)
+	if dh != nil {
+		srvOpen, cliOpen = dh.opener(cfg), dh.opener(cfg)
+	}
 	cfg.Metaroce.Paths = pt.Paths
 	b := cfg.Bench
 	p := perfParams{Test: b.Test, Transport: tr, Sizes: []int{pt.Size}, Iters: b.Iterations, Duration: b.Duration,
@@ -234,7 +263,7 @@ func benchRun(cfg profile.Config, tr profile.Transport, pt benchPoint, sip, cip 
 			srvDone <- srvOut{nil, err}
 			return
 		}
-		_, n, err := serve(cfg, sc, hello, sip, srvStop, hook)
+		_, n, err := serve(cfg, sc, hello, srvOpen, srvStop, hook)
 		srvDone <- srvOut{n, err}
 	}()
 	clientHook := func(n *node) {
@@ -243,7 +272,7 @@ func benchRun(cfg profile.Config, tr profile.Transport, pt benchPoint, sip, cip 
 			met.watch(n, string(tr))
 		}
 	}
-	res, n, err := runClient(cfg, p, cc, cip, stop, nil, clientHook)
+	res, n, err := runClient(cfg, p, cc, cliOpen, stop, nil, clientHook)
 	if err != nil {
 		clientGone.Store(true)
 	}

@@ -137,5 +137,8 @@ func loadConfig(cf configFlags, flags *pflag.FlagSet) (profile.Config, string, e
 		}
 		return cfg, name, cfgErr("metaroce: %s: %v", name, err)
 	}
+	if err := checkDPDK(cfg, name); err != nil {
+		return cfg, name, err
+	}
 	return cfg, name, nil
 }

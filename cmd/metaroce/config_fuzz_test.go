@@ -14,6 +14,9 @@ func FuzzLoadConfig(f *testing.F) {
 	for _, s := range []string{
 		"backend: udp\n", "udp:\n  loss: 0.5\n", "udp: 3\n", "bench:\n  sweep:\n    size: [1, x]\n",
 		"metaroce: {paths: 1e9}\n", "udp:\n  lsos: 1\n", "bench:\n  duration: 5\n", ":\n-",
+		"backend: dpdk\ndpdk:\n  ports: [{name: net_memif0, ip: 10.0.0.1/24, queues: 2}]\n  impair: {loss: 0.1}\n",
+		"backend: dpdk\ndpdk:\n  ports: [{name: a, ip: 10.0.0.1}, {name: a}]\n  neighbours: [{peer: 1, ip: x, mac: y}]\n",
+		"dpdk:\n  ports: [[1]]\n  eal: [--no-huge, 3]\n  idle_spin: 2\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -15,7 +15,7 @@ import (
 // dataPath is what a node needs from a backend. engine/udp.Backend is
 // one; the DPDK engine is to be the other (see openBackend).
 type dataPath interface {
-	Attach(t mr.Transport)
+	Attach(t mr.Transport) error
 	Step(wait time.Duration) (bool, error)
 	Now() mr.Time
 	AddPeer(addr netip.AddrPort) (mr.PeerHandle, error)
@@ -33,13 +33,24 @@ func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port in
 	switch cfg.Backend {
 	case profile.BackendUDP:
 		u := cfg.UDP
-		return udp.New(udp.Config{Addr: netip.AddrPortFrom(ip, uint16(port)), Burst: u.Burst,
+		b, err := udp.New(udp.Config{Addr: netip.AddrPortFrom(ip, uint16(port)), Burst: u.Burst,
 			SocketBuffer: u.SocketBuffer, DSCP: uint8(u.DSCP), Loss: u.Loss, Seed: uint64(u.Seed)})
+		if err != nil {
+			return nil, err
+		}
+		return udpPath{b}, nil
 	case profile.BackendDPDK:
-		return nil, cfgErr("metaroce: backend dpdk: this build has no DPDK backend yet; use backend: udp (see README, \"Two hosts with DPDK NICs\")")
+		// The DPDK engine is started once per process (dpdkHost), not per
+		// node: perf and bench take their data path from it.
+		return nil, errors.New("backend dpdk: open it with startDPDK")
 	}
 	return nil, fmt.Errorf("backend %q", cfg.Backend)
 }
+
+// udpPath is the UDP backend as a dataPath.
+type udpPath struct{ *udp.Backend }
+
+func (u udpPath) Attach(t mr.Transport) error { u.Backend.Attach(t); return nil }
 
 // transportPort is the UDP port a transport listens on, from the profile.
 func transportPort(cfg profile.Config, t profile.Transport) int {
@@ -150,7 +161,9 @@ func newNode(cfg profile.Config, kind profile.Transport, be dataPath, server boo
 	default:
 		return nil, fmt.Errorf("transport %q", kind)
 	}
-	be.Attach(n.t)
+	if err := be.Attach(n.t); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 

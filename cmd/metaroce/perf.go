@@ -46,12 +46,22 @@ type perfOpts struct {
 	metrics    string
 	logLevel   string
 	setupLimit time.Duration
+	eal        []string // after "--": EAL arguments (backend dpdk)
+}
+
+// splitDash splits a command's arguments at "--": what comes after are EAL
+// arguments for the DPDK backend (metaroce perf write_bw [flags] -- -a ...).
+func splitDash(cmd *cobra.Command, args []string) (pos, eal []string) {
+	if i := cmd.ArgsLenAtDash(); i >= 0 {
+		return args[:i], args[i:]
+	}
+	return args, nil
 }
 
 func newPerfCmd() *cobra.Command {
 	o := perfOpts{}
 	cmd := &cobra.Command{
-		Use:   "perf TEST [SERVER]",
+		Use:   "perf TEST [SERVER] [flags] [-- EAL args]",
 		Short: "perftest-style tools: write_bw send_bw read_bw write_lat send_lat read_lat",
 		Long: `perf runs one of perftest's tests over the profile's backend, with perftest's
 flags and output. Start the server without a host, then the client with the
@@ -63,10 +73,23 @@ server's address; the two set up over TCP (port 18515, -p) as perftest does.
   metaroce perf send_lat --transport rocev2 127.0.0.1
 
 Both ends must run the same test and transport. The client prints the
-result; the server prints the same table when the client reports it.`,
-		Args:      cobra.RangeArgs(1, 2),
+result; the server prints the same table when the client reports it.
+
+With backend: dpdk (configs/memif-pair.yaml, configs/two-hosts-dpdk.yaml)
+the data path is the DPDK engine; the profile's dpdk.eal arguments are
+followed by those given after "--":
+
+  metaroce perf write_bw --profile configs/two-hosts-dpdk.yaml -- -a 0000:3b:00.0`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			pos, _ := splitDash(cmd, args)
+			if len(pos) < 1 || len(pos) > 2 {
+				return &usageError{msg: fmt.Sprintf("perf: want TEST [SERVER] (then -- EAL args), got %d arguments before --", len(pos))}
+			}
+			return nil
+		},
 		ValidArgs: perfTests,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, o.eal = splitDash(cmd, args)
 			if !slices.Contains(perfTests, args[0]) {
 				return &usageError{msg: fmt.Sprintf("perf: unknown test %q (one of %v)", args[0], perfTests)}
 			}
@@ -178,6 +201,25 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 	if o.port > 0 {
 		port = o.port
 	}
+	var dh *dpdkHost
+	if cfg.Backend == profile.BackendDPDK {
+		if o.pcap != "" {
+			return &usageError{msg: "perf: --pcap records the udp backend; with backend dpdk capture on a tap or NIC mirror instead"}
+		}
+		// Before the setup exchange: a memif server's socket must be
+		// listening when the client's engine starts.
+		if dh, err = startDPDK(cfg, o.eal, false, stderr); err != nil {
+			return err
+		}
+		dh.peerFirst = host == "" // the server closes after its client
+		defer func() {
+			if err := dh.shutdown(); err != nil {
+				log.Sugar().Warnw("dpdk shutdown", "err", err)
+			}
+		}()
+	} else if len(o.eal) > 0 {
+		return &usageError{msg: fmt.Sprintf("perf: arguments after -- are EAL arguments, for backend dpdk (backend is %s)", cfg.Backend)}
+	}
 	stop, release := sigStop()
 	defer release()
 	var met *metricsServer
@@ -208,9 +250,9 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 		isServer = host == ""
 	)
 	if isServer {
-		results, n, p, local, remote, runErr = perfServer(cfg, test, port, o.setupLimit, stop, hook, stdout)
+		results, n, p, local, remote, runErr = perfServer(cfg, dh, test, port, o.setupLimit, stop, hook, stdout)
 	} else {
-		results, n, local, remote, runErr = perfClient(cfg, p, host, port, stop, newProgress(stderr, progressOn(o.progress, stderr)), hook)
+		results, n, local, remote, runErr = perfClient(cfg, dh, p, host, port, stop, newProgress(stderr, progressOn(o.progress, stderr)), hook)
 	}
 	if n != nil {
 		n.close()
@@ -239,7 +281,7 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 }
 
 // perfServer waits for one client on the TCP port and serves its test.
-func perfServer(cfg profile.Config, test string, port int, wait time.Duration, stop func() bool, hook func(*node), stdout io.Writer) ([]perfResult, *node, perfParams, string, string, error) {
+func perfServer(cfg profile.Config, dh *dpdkHost, test string, port int, wait time.Duration, stop func() bool, hook func(*node), stdout io.Writer) ([]perfResult, *node, perfParams, string, string, error) {
 	var p perfParams
 	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
 	if err != nil {
@@ -279,7 +321,7 @@ func perfServer(cfg profile.Config, test string, port int, wait time.Duration, s
 	if err != nil {
 		return nil, nil, p, "", "", err
 	}
-	res, n, err := serve(cfg, c, hello, ip, stop, hook)
+	res, n, err := serve(cfg, c, hello, pickOpener(cfg, dh, ip), stop, hook)
 	local, remote := "", hello.UDP
 	if n != nil {
 		local = n.be.LocalAddr().String()
@@ -288,7 +330,7 @@ func perfServer(cfg profile.Config, test string, port int, wait time.Duration, s
 }
 
 // perfClient connects to the server and runs the test.
-func perfClient(cfg profile.Config, p perfParams, host string, port int, stop func() bool, prog *progress, hook func(*node)) ([]perfResult, *node, string, string, error) {
+func perfClient(cfg profile.Config, dh *dpdkHost, p perfParams, host string, port int, stop func() bool, prog *progress, hook func(*node)) ([]perfResult, *node, string, string, error) {
 	d := net.Dialer{Timeout: 10 * time.Second}
 	if cfg.UDP.ClientIP != "" {
 		if a, err := netip.ParseAddr(cfg.UDP.ClientIP); err == nil {
@@ -314,12 +356,21 @@ func perfClient(cfg profile.Config, p perfParams, host string, port int, stop fu
 		return nil, nil, "", "", err
 	}
 	c := newTCPCtrl(conn)
-	res, n, err := runClient(cfg, p, c, ip, stop, prog, hook)
+	res, n, err := runClient(cfg, p, c, pickOpener(cfg, dh, ip), stop, prog, hook)
 	local, remote := "", ""
 	if n != nil {
 		local, remote = n.be.LocalAddr().String(), n.peerAddr
 	}
 	return res, n, local, remote, err
+}
+
+// pickOpener: the DPDK engine when the process runs one, else a UDP
+// backend on ip.
+func pickOpener(cfg profile.Config, dh *dpdkHost, ip netip.Addr) opener {
+	if dh != nil {
+		return dh.opener(cfg)
+	}
+	return udpOpener(cfg, ip)
 }
 
 // endpointIP is the profile's address, or the setup connection's.

@@ -11,9 +11,21 @@ import (
 
 const setupTimeout = 15 * time.Second
 
-// openSession builds this end's backend and node on ip.
-func openSession(cfg profile.Config, p perfParams, ip netip.Addr, server bool) (*node, error) {
-	be, err := openBackend(cfg, p.Transport, ip, transportPort(cfg, p.Transport))
+// opener opens one end's data path for transport t (server: which end).
+// perf opens a UDP backend on its address, or takes the DPDK engine the
+// process started; bench keeps two DPDK engines open across its points.
+type opener func(t profile.Transport, server bool) (dataPath, error)
+
+// udpOpener opens a UDP backend on ip, on the transport's port.
+func udpOpener(cfg profile.Config, ip netip.Addr) opener {
+	return func(t profile.Transport, _ bool) (dataPath, error) {
+		return openBackend(cfg, t, ip, transportPort(cfg, t))
+	}
+}
+
+// openSession builds this end's backend and node.
+func openSession(cfg profile.Config, p perfParams, open opener, server bool) (*node, error) {
+	be, err := open(p.Transport, server)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +45,8 @@ func openSession(cfg profile.Config, p perfParams, ip netip.Addr, server bool) (
 
 // runClient is the client side: hello, connect, every size, done.
 // onPartial, when the run is interrupted, still gets what completed.
-func runClient(cfg profile.Config, p perfParams, c ctrl, ip netip.Addr, stop func() bool, prog *progress, capture func(*node)) ([]perfResult, *node, error) {
-	n, err := openSession(cfg, p, ip, false)
+func runClient(cfg profile.Config, p perfParams, c ctrl, open opener, stop func() bool, prog *progress, capture func(*node)) ([]perfResult, *node, error) {
+	n, err := openSession(cfg, p, open, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,13 +145,13 @@ func drive(n *node, r runner, stop func() bool, prog *progress, test string) (pe
 // receives, ready, then echo (latency tests), repost receives (SEND
 // tests) and, when bidirectional, run the same test towards the client,
 // until the client's done.
-func serve(cfg profile.Config, c ctrl, hello ctrlMsg, ip netip.Addr, stop func() bool, capture func(*node)) ([]perfResult, *node, error) {
+func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() bool, capture func(*node)) ([]perfResult, *node, error) {
 	p := *hello.Params
 	peerAddr, err := netip.ParseAddrPort(hello.UDP)
 	if err != nil || hello.Mem == nil {
 		return nil, nil, fmt.Errorf("setup: bad hello")
 	}
-	n, err := openSession(cfg, p, ip, true)
+	n, err := openSession(cfg, p, open, true)
 	if err != nil {
 		_ = c.send(ctrlMsg{Type: "error", Err: err.Error()})
 		return nil, nil, err

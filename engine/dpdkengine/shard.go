@@ -70,9 +70,17 @@ type Shard struct {
 	cmds    []cmd
 	cmdFlag atomic.Bool
 	wake    chan struct{}
-	stop    atomic.Bool
-	done    chan struct{}
-	err     error
+
+	// Loans (borrow.go): borrowReq asks the loop to park; lent and
+	// returned (capacity 1) are the handshake.
+	borrowReq atomic.Bool
+	lent      chan struct{}
+	returned  chan struct{}
+	runLeft   int // busy iterations still to run before lending (ReleaseFor)
+
+	stop atomic.Bool
+	done chan struct{}
+	err  error
 
 	epoch time.Time
 	c     Counters
@@ -90,7 +98,8 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 		burst: cfg.Burst, maxLen: tr.MaxPacketLen(),
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
 		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
-		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index}
+		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index,
+		lent: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
@@ -193,6 +202,7 @@ func (s *Shard) run(started chan<- error) {
 	defer s.drain()
 
 	var idleSince, lastYield metaroce.Time
+	lastTx := 0 // packets the previous iteration sent (a busy shard, for lendNow)
 	idle := false
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
@@ -208,10 +218,16 @@ func (s *Shard) run(started chan<- error) {
 			s.runCmds(now)
 			work++
 		}
+		if s.borrowReq.Load() && s.lendNow(work+lastTx) {
+			s.lend()
+			now = s.now()
+			work++
+		}
 		if s.tr.NextDeadline() <= now {
 			s.tr.OnTimer(now)
 		}
-		work += s.transmit(now)
+		lastTx = s.transmit(now)
+		work += lastTx
 		if work > 0 {
 			idle, sleep = false, time.Microsecond
 			continue

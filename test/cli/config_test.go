@@ -28,6 +28,10 @@ func TestConfigErrors(t *testing.T) {
 	badValue := write("bad.yaml", "udp:\n  loss: lots\n")
 	outOfRange := write("range.yaml", "metaroce:\n  paths: 300\n")
 	dpdk := write("dpdk.yaml", "backend: dpdk\n")
+	dpdkIP := write("dpdkip.yaml", "backend: dpdk\ndpdk:\n  ports:\n    - {name: net_memif0, ip: 10.0.0}\n")
+	dpdkItem := write("dpdkitem.yaml", "backend: dpdk\ndpdk:\n  ports:\n    - {nmae: net_memif0, ip: 10.0.0.1}\n")
+	dpdkOld := write("dpdkold.yaml", "backend: dpdk\ndpdk:\n  eal_args: [-l, '1']\n")
+	dpdkLoss := write("dpdkloss.yaml", "backend: dpdk\ndpdk:\n  ports: [{name: net_memif0, ip: 10.0.0.1}]\n  impair: {loss: 1.5}\n")
 	notYAML := write("broken.yaml", "udp: [\n")
 	for _, tc := range []struct {
 		name string
@@ -45,7 +49,12 @@ func TestConfigErrors(t *testing.T) {
 		{"bad transport", []string{"perf", "send_bw", "--transport", "iwarp"}, nil, []string{"transport", `"iwarp"`}},
 		{"not yaml", []string{"bench", notYAML}, nil, []string{notYAML, "not a YAML profile"}},
 		{"missing file", []string{"bench", filepath.Join(dir, "nope.yaml")}, nil, []string{"nope.yaml"}},
-		{"dpdk", []string{"bench", dpdk}, nil, []string{"no DPDK backend yet"}},
+		{"dpdk no ports", []string{"bench", dpdk}, nil, []string{dpdk, "key dpdk.ports", "at least one port"}},
+		{"dpdk bad ip", []string{"perf", "write_bw", "--profile", dpdkIP}, nil, []string{dpdkIP, "key dpdk.ports[0].ip", `"10.0.0" is not an IPv4 address`}},
+		{"dpdk unknown item key", []string{"bench", dpdkItem}, nil, []string{dpdkItem, "key dpdk.ports", "unknown key nmae"}},
+		{"dpdk old key", []string{"bench", dpdkOld}, nil, []string{dpdkOld, "unknown key dpdk.eal_args"}},
+		{"dpdk loss", []string{"perf", "send_lat", "--profile", dpdkLoss}, nil, []string{dpdkLoss, "key dpdk.impair.loss"}},
+		{"eal args without dpdk", []string{"perf", "write_bw", "--", "--no-huge"}, nil, []string{"EAL arguments", "backend dpdk"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)
