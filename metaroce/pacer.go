@@ -8,18 +8,18 @@ import "time"
 // all, so that a sender goes straight to its fair share at the receiver
 // instead of probing for it.
 //
-//   - Pacing: new packets leave at most at the hint rate (bits/s); each
-//     one moves nextSend forward by its transmission time at that rate.
-//     Without a hint (the receiver does not know its link rate, or has not
-//     answered yet) there is no pacing.
+//   - Pacing: data packets, resends included, leave at most at the hint
+//     rate (bits/s); each moves nextSend forward by its (jittered)
+//     transmission time at that rate. Without a hint (the receiver does not
+//     know its link rate, or has not answered yet), or with a hint at least
+//     our own link rate, there is no pacing.
 //   - Before the first ACK: at most InitialInflight packets, and from then
-//     on at most one more per packet acknowledged (slow start).
+//     on at most two more per packet acknowledged (slow start).
 //   - In flight: the packets not yet acknowledged (and not known lost) may
 //     not exceed InflightRTTs × hint × (minRTT + AckDelay) (at least one
-//     packet). A burst sent
-//     before the first hint arrived therefore drains from the fabric before
-//     new packets join it, which is what empties the receiver's queue in a
-//     few RTTs after an incast starts.
+//     packet). A burst sent before the first hint arrived therefore drains
+//     from the fabric before new packets join it, which is what empties the
+//     receiver's queue in a few RTTs after an incast starts.
 //
 // Resends of lost packets are paced but not capped: they replace packets
 // already counted.
