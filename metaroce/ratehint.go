@@ -22,8 +22,9 @@ import (
 //     its own demand (the application posts less, or a path is slow): its
 //     demand is taken as twice what it sent (but at least half of what it
 //     was given), so it can grow quickly;
-//   - the link (× HintUtilization) is water-filled: demands below the
-//     level get what they ask for, everyone else gets the level.
+//   - the link (× HintUtilization when two or more send, × the drain
+//     scale below) is water-filled: demands below the level get what they
+//     ask for, everyone else gets the level.
 //
 // A connection that starts sending in the middle of an interval joins at
 // once, as unlimited, and the level drops for everyone: an incast's
@@ -53,11 +54,13 @@ type fairShare struct {
 	// connection. The clocks' offset cancels out; what is left is the
 	// queue the packet waited in. A standing queue that marks nothing
 	// (below the switch's threshold) still adds latency, and shares that
-	// add up to 98% of the link drain it only slowly. Many senders paced
-	// at random phases queue a little even below the link rate, so only
-	// the average wait above HintInterval/4 counts: while it is w, the
-	// shares shrink by w/(4·HintInterval) (at most by half), and a
-	// standing queue empties within a few intervals.
+	// add up to HintUtilization of the link drain it only slowly. Many
+	// senders paced at random phases queue a little even below the link
+	// rate, so only the average wait above HintInterval/2 counts: while it
+	// is w, the shares shrink by w/(8·HintInterval) (at most by half), and
+	// a standing queue empties within a few intervals. (A connection whose
+	// very first packet already queued has its minimum set too high and
+	// reports too little delay; CE marks still cover that queue.)
 	delaySum time.Duration
 	delayN   int
 }
