@@ -151,8 +151,10 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 		}
 	}
 	p.timeouts++
+	congested := c.congested(now, p)
+	suspect := false
 	if c.healthyPaths() > 1 {
-		stalled := !c.congested(now, p) && c.siblingsProgressed(p, stalledSince)
+		stalled := !congested && c.siblingsProgressed(p, stalledSince)
 		if p.timeouts >= cfg.PathFailAfter {
 			c.failPath(now, p)
 			return
@@ -171,14 +173,14 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 			// packets (a new connection's first packet, lost): nothing
 			// else can move it.
 			c.moveOutstanding(p)
-			// Suspect until the probe is answered: one packet at most.
-			p.cc.onTimeout(cfg)
+			suspect = true
 		}
 	}
-	if c.congested(now, p) {
-		// Nothing got through a congested path for an RTO: as little
-		// as possible goes into that queue until it drains. (A timeout
-		// without congestion is a loss, not a reason to slow down.)
+	if suspect || congested {
+		// A suspect path sends one packet at most until its probe is
+		// answered; nothing got through a congested one for an RTO, so as
+		// little as possible goes into that queue until it drains. (A
+		// timeout without either is a loss, not a reason to slow down.)
 		p.cc.onTimeout(cfg)
 	}
 	span := int(p.una.Distance(p.next))
