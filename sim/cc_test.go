@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -131,19 +132,24 @@ func TestPlaneReturnsAfterFailure(t *testing.T) {
 
 // Collectives: with ranks spread over the leaves (every ring hop crosses
 // the spines), metaroce's all-reduce completes before RoCEv2's, whose
-// single-path flows collide on the spines.
+// single-path flows collide on the spines: on the lossy fabric, and on the
+// lossless one RoCEv2 is deployed with (PFC).
 func TestSpreadAllReduceFasterThanRoCEv2(t *testing.T) {
 	res := runSmall(t, "collectives.yaml", 0)
-	done := map[string]float64{}
+	done := map[string]float64{} // transport/pfc → completion
 	for _, r := range res.Rows {
 		kind, _ := r.Get("workload.kind")
 		place, _ := r.Get("workload.placement")
 		tr, _ := r.Get("transport")
+		pfc, _ := r.Get("topology.pfc.enabled")
 		if kind == "allreduce" && place == "spread" {
-			done[tr.(string)] = mustFloat(t, r, "completion_us")
+			done[fmt.Sprint(tr, "/", pfc)] = mustFloat(t, r, "completion_us")
 		}
 	}
-	require.Contains(t, done, "metaroce")
-	require.Contains(t, done, "rocev2")
-	require.Less(t, done["metaroce"], done["rocev2"])
+	for _, pfc := range []string{"false", "true"} {
+		m, r := done["metaroce/"+pfc], done["rocev2/"+pfc]
+		require.NotZero(t, m, "pfc %s: %v", pfc, done)
+		require.NotZero(t, r, "pfc %s: %v", pfc, done)
+		require.Less(t, m, r, "pfc %s", pfc)
+	}
 }

@@ -149,6 +149,12 @@ type WorkloadConfig struct {
 	Placement string `yaml:"placement"`
 	// Size (collectives): the per-rank buffer, as nccl-tests' size.
 	Size Size `yaml:"size"`
+	// WarmupIters (collectives): untimed iterations before the timed
+	// ones, as nccl-tests' -w. Default 0.
+	WarmupIters int `yaml:"warmup_iters"`
+	// Iters (collectives): timed iterations, as nccl-tests' -n; the
+	// figures are their mean. Default 1.
+	Iters int `yaml:"iters"`
 	// Start delays the workload (connections are opened at 0, data
 	// starts at Start). Default 0.
 	Start Duration `yaml:"start"`
@@ -357,6 +363,10 @@ func (c *Config) defaults() error {
 	case "packed", "spread":
 	default:
 		return fmt.Errorf("workload.placement = %q, want packed or spread", w.Placement)
+	}
+	setInt(&w.Iters, 1)
+	if w.WarmupIters < 0 || w.Iters < 1 || w.WarmupIters+w.Iters > 1000 {
+		return fmt.Errorf("workload: warmup_iters = %d and iters = %d, want warmup_iters >= 0, iters >= 1, together at most 1000", w.WarmupIters, w.Iters)
 	}
 	if w.Connections < 1 || w.Outstanding < 1 || w.MessageSize < 1 || w.Senders < 0 || w.Hosts < 0 || w.FlowSize < 0 || w.Size < 0 {
 		return fmt.Errorf("workload: counts and sizes must be positive")

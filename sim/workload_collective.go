@@ -15,10 +15,19 @@ import mr "github.com/metaroce/metaroce/metaroce"
 // all-to-all: every rank sends S/n bytes to every other rank at once, on
 // its own connection to each; done when every message has arrived.
 //
-// Figures (nccl-tests' definitions): time t from the start to the last
-// arrival; algbw = S/t; busbw = algbw·2(n−1)/n for allreduce and
-// algbw·(n−1)/n for all-to-all. We give them in Gb/s, to compare with
-// links, where nccl-tests prints GB/s.
+// Iterations, as nccl-tests runs them: warmup_iters untimed ones, then
+// iters timed ones, back to back; each starts once every rank has
+// received everything of the one before (a barrier, the same for every
+// transport). The first iteration starts with the connections just
+// dialled, so it pays for their setup and their first RTTs; the later
+// ones run on warm connections, as an application's do.
+//
+// Figures (nccl-tests' definitions): time t of an iteration, from its
+// start to its last arrival, averaged over the timed iterations;
+// algbw = S/t; busbw = algbw·2(n−1)/n for allreduce and algbw·(n−1)/n for
+// all-to-all. We give them in Gb/s, to compare with links, where
+// nccl-tests prints GB/s. first_iter_us is the first iteration's time,
+// warm-up or not: the cold start.
 type collective struct {
 	cfg       *WorkloadConfig
 	kind      string
@@ -27,12 +36,15 @@ type collective struct {
 	steps     int
 	conns     []ConnRef // allreduce: rank i → i+1; all-to-all: [i*n+j]
 	dst       []int     // all-to-all: the receiving rank of each connection
-	recvd     []int     // messages each rank received
-	want      int       // messages each rank must receive
-	ranksDone int
-	start     mr.Time
-	doneAt    mr.Time
-	fcts      []float64
+	recvd     []int     // messages each rank received in this iteration
+	want      int       // messages each rank must receive per iteration
+	ranksDone int       // ranks that received all of this iteration
+	iter      int       // this iteration, from 0 (warm-ups first)
+	iterStart mr.Time   // when this iteration started
+	firstIter mr.Time   // the first iteration's time (ns)
+	timed     []mr.Time // the times of the timed iterations (ns)
+	doneAt    mr.Time   // when the last iteration ended
+	fcts      []float64 // all-to-all: message completion times of timed iterations (µs)
 	sentAt    []mr.Time // all-to-all: post time per connection
 }
 
@@ -78,8 +90,13 @@ func (w *collective) setup(s *Sim) error {
 	return nil
 }
 
-func (w *collective) begin(s *Sim) {
-	w.start = s.now
+func (w *collective) begin(s *Sim) { w.startIter(s) }
+
+// startIter starts iteration w.iter on every rank.
+func (w *collective) startIter(s *Sim) {
+	w.iterStart = s.now
+	w.ranksDone = 0
+	clear(w.recvd)
 	n := w.ranks
 	if w.kind == "allreduce" {
 		for i := 0; i < n; i++ {
@@ -87,7 +104,9 @@ func (w *collective) begin(s *Sim) {
 		}
 		return
 	}
-	w.sentAt = make([]mr.Time, len(w.conns))
+	if w.sentAt == nil {
+		w.sentAt = make([]mr.Time, len(w.conns))
+	}
 	for i := 0; i < n; i++ {
 		for j := 1; j < n; j++ {
 			// Rank i starts with rank i+1 and goes round, as
@@ -112,15 +131,29 @@ func (w *collective) completion(s *Sim, c Completion) {
 		}
 	} else {
 		rank = w.dst[c.Conn]
-		w.fcts = append(w.fcts, float64(s.now-w.sentAt[c.Conn])/1e3)
-	}
-	w.recvd[rank]++
-	if w.recvd[rank] == w.want {
-		w.ranksDone++
-		if w.ranksDone == n {
-			w.doneAt = s.now
+		if w.iter >= w.cfg.WarmupIters {
+			w.fcts = append(w.fcts, float64(s.now-w.sentAt[c.Conn])/1e3)
 		}
 	}
+	w.recvd[rank]++
+	if w.recvd[rank] != w.want {
+		return
+	}
+	if w.ranksDone++; w.ranksDone < n {
+		return
+	}
+	t := s.now - w.iterStart
+	if w.iter == 0 {
+		w.firstIter = t
+	}
+	if w.iter >= w.cfg.WarmupIters {
+		w.timed = append(w.timed, t)
+	}
+	if w.iter++; w.iter == w.cfg.WarmupIters+w.cfg.Iters {
+		w.doneAt = s.now
+		return
+	}
+	w.startIter(s)
 }
 
 // host is the host of rank r. Placement packed puts rank r on host r, so
@@ -145,6 +178,8 @@ func (w *collective) report(s *Sim, r *runResult) {
 	r.add("collective", w.kind)
 	r.add("ranks", w.ranks)
 	r.add("size_bytes", int64(w.cfg.Size))
+	r.add("iters", w.cfg.Iters)
+	r.add("warmup_iters", w.cfg.WarmupIters)
 	if w.doneAt == mr.Never {
 		r.add("goodput_gbps", nil)
 		r.add("link_gbps", capGbps)
@@ -152,9 +187,14 @@ func (w *collective) report(s *Sim, r *runResult) {
 		r.add("completion_us", nil)
 		r.add("algbw_gbps", nil)
 		r.add("busbw_gbps", nil)
+		r.add("first_iter_us", nil)
 		return
 	}
-	t := float64(w.doneAt - w.start) // ns
+	var sum mr.Time
+	for _, d := range w.timed {
+		sum += d
+	}
+	t := float64(sum) / float64(len(w.timed)) // ns
 	alg := float64(w.cfg.Size) * 8 / t
 	bus := alg * (n - 1) / n
 	if w.kind == "allreduce" {
@@ -166,6 +206,7 @@ func (w *collective) report(s *Sim, r *runResult) {
 	r.add("completion_us", t/1e3)
 	r.add("algbw_gbps", alg)
 	r.add("busbw_gbps", bus)
+	r.add("first_iter_us", float64(w.firstIter)/1e3)
 	if len(w.fcts) > 0 {
 		r.add("fct_p50_us", percentile(w.fcts, 50))
 		r.add("fct_p99_us", percentile(w.fcts, 99))
