@@ -128,8 +128,10 @@ func (c *Conn) onAck(now Time, body []byte) {
 	c.c.AcksReceived++
 	c.fastest = c.fastestSRTT()
 	var b AckBlock
+	o := AckPrefixLen
 	for i := 0; i < n; i++ {
-		_ = b.Decode(body[AckPrefixLen+i*AckBlockLen:])
+		l, _ := b.Decode(body[o:]) // DecodeAckPrefix checked every block
+		o += l
 		c.onAckBlock(now, &b)
 	}
 }

@@ -150,17 +150,20 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 	}
 	h := c.header(OpAck, via, now)
 	h.Put(buf)
-	maxBlocks := min(MaxAckBlocks, (c.ep.MaxPacketLen()-HeaderLen-AckPrefixLen-CRCLen)/AckBlockLen)
+	limit := c.ep.MaxPacketLen() - CRCLen
 	n := HeaderLen + AckPrefixLen
 	count := 0
 	hint := c.ep.share.hintMbps(&c.ep.cfg, c)
-	for c.ackList.Len() > 0 && count < maxBlocks {
-		i := c.ackList.Pop()
+	for c.ackList.Len() > 0 && count < MaxAckBlocks {
+		i := *c.ackList.Front()
 		r := &c.rx[i]
 		b := AckBlock{Path: i, PathGen: r.gen, Cum: r.sb.cum, Sack: r.sb.sack,
 			ECNCount: r.ecn, TSEcho: r.tsEcho, RateHint: hint}
-		b.Put(buf[n:])
-		n += AckBlockLen
+		if n+b.Len() > limit {
+			break // the rest go in the next ACK
+		}
+		c.ackList.Pop()
+		n += b.Put(buf[n:])
 		count++
 		r.unacked, r.ackNow, r.ackDue, r.queued = 0, false, Never, false
 	}

@@ -72,39 +72,55 @@ func FuzzMsgHeaderDecode(f *testing.F) {
 }
 
 func FuzzAckDecode(f *testing.F) {
-	for _, count := range []int{0, 1, 3} {
-		body := make([]byte, AckPrefixLen+count*AckBlockLen)
-		PutAckPrefix(body, count)
-		for i := 0; i < count; i++ {
+	for _, blocks := range []string{"", "f", "c", "fcf", "ccc"} {
+		body := make([]byte, AckPrefixLen, 256)
+		for i, k := range blocks {
 			a := wtAckBlock(i)
-			a.Put(body[AckPrefixLen+i*AckBlockLen:])
+			if k == 'c' {
+				a = wtAckBlockNoSack(i)
+			}
+			blk := make([]byte, a.Len())
+			a.Put(blk)
+			body = append(body, blk...)
 		}
+		PutAckPrefix(body, len(blocks))
 		f.Add(body)
 	}
 	f.Add([]byte{1, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 1})
+	f.Add([]byte{1, 0, 0, 0, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// A single block decodes from any 56 bytes and round-trips.
+		// A single block decodes from its flags' length, and encoding it
+		// again gives the same block (a full block with a zero bitmap
+		// comes back compact).
 		var a AckBlock
-		if a.Decode(data) == nil {
-			out := make([]byte, AckBlockLen)
+		if l, err := a.Decode(data); err == nil {
+			require.True(t, l == AckBlockLen || l == AckBlockCompactLen)
+			require.LessOrEqual(t, l, len(data))
+			out := make([]byte, a.Len())
 			a.Put(out)
-			require.Equal(t, data[:AckBlockLen], out)
+			var b AckBlock
+			_, err := b.Decode(out)
+			require.NoError(t, err)
+			require.Equal(t, a, b)
+			if a.Len() == l {
+				require.Equal(t, data[:l], out)
+			}
 		}
 		n, err := DecodeAckPrefix(data)
 		if err != nil {
 			return
 		}
-		require.Equal(t, AckPrefixLen+n*AckBlockLen, len(data))
 		require.LessOrEqual(t, n, MaxAckBlocks)
-		out := make([]byte, len(data))
-		PutAckPrefix(out, n)
+		// Every announced block decodes and they fill the body exactly.
+		o := AckPrefixLen
 		for i := 0; i < n; i++ {
 			var b AckBlock
-			require.NoError(t, b.Decode(data[AckPrefixLen+i*AckBlockLen:]))
-			b.Put(out[AckPrefixLen+i*AckBlockLen:])
+			l, err := b.Decode(data[o:])
+			require.NoError(t, err)
+			o += l
 		}
-		require.Equal(t, data, out)
+		require.Equal(t, len(data), o)
 	})
 }
 

@@ -53,7 +53,7 @@ func BenchmarkAckBlockRoundTrip(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		a.Cum++
 		a.Put(buf[:])
-		if err := d.Decode(buf[:]); err != nil {
+		if _, err := d.Decode(buf[:]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -23,7 +23,8 @@ func TestWireConstants(t *testing.T) {
 	require.Equal(t, 40, MsgHeaderLen)
 	require.Equal(t, 4, AckPrefixLen)
 	require.Equal(t, 56, AckBlockLen)
-	require.Equal(t, 2+2+4+32+4+4+8, AckBlockLen, "path_id, path_gen, cum, sack, ecn_ce, rate_hint, ts_echo")
+	require.Equal(t, 1+1+2+4+32+4+4+8, AckBlockLen, "flags, path_id, path_gen, cum, sack, ecn_ce, rate_hint, ts_echo")
+	require.Equal(t, 24, AckBlockCompactLen, "a block without its 32-byte SACK bitmap")
 	require.Equal(t, 20, NakLen)
 	require.Equal(t, 16, ConnectLen)
 	require.Equal(t, 4, CRCLen)
@@ -290,7 +291,7 @@ func TestMsgHeaderDecodeErrors(t *testing.T) {
 
 func wtAckBlock(i int) AckBlock {
 	return AckBlock{
-		Path:     PathID(0x0102 + i),
+		Path:     PathID(0x02 + i%250),
 		PathGen:  0x0304,
 		Cum:      0x11121314,
 		Sack:     SackBitmap{0x2122232425262728, 0x3132333435363738, 0x4142434445464748, 0x5152535455565758},
@@ -300,12 +301,20 @@ func wtAckBlock(i int) AckBlock {
 	}
 }
 
+// wtAckBlockNoSack is wtAckBlock(i) with nothing received above cum.
+func wtAckBlockNoSack(i int) AckBlock {
+	a := wtAckBlock(i)
+	a.Sack = SackBitmap{}
+	return a
+}
+
 func TestAckRoundTripAndGoldenLayout(t *testing.T) {
 	a := wtAckBlock(0)
 	b := make([]byte, AckBlockLen)
-	a.Put(b)
+	require.Equal(t, AckBlockLen, a.Len())
+	require.Equal(t, AckBlockLen, a.Put(b))
 	want, err := hex.DecodeString(
-		"0102" + "0304" + "11121314" + // path_id, path_gen, cum
+		"00" + "02" + "0304" + "11121314" + // flags, path_id, path_gen, cum
 			"2122232425262728" + "3132333435363738" + // sack word 0, word 1
 			"4142434445464748" + "5152535455565758" + // sack word 2, word 3
 			"61626364" + "71727374" + // ecn_ce, rate_hint
@@ -320,31 +329,87 @@ func TestAckRoundTripAndGoldenLayout(t *testing.T) {
 	require.Equal(t, uint64(0x0102030405060708), binary.BigEndian.Uint64(b[48:]))
 
 	var g AckBlock
-	require.NoError(t, g.Decode(b))
+	n, err := g.Decode(b)
+	require.NoError(t, err)
+	require.Equal(t, AckBlockLen, n)
 	require.Equal(t, a, g)
 	for n := 0; n < AckBlockLen; n++ {
-		require.ErrorIs(t, g.Decode(b[:n]), ErrShort, "len %d", n)
+		_, err := g.Decode(b[:n])
+		require.ErrorIs(t, err, ErrShort, "len %d", n)
 	}
 
-	// A whole ACK extension: prefix plus blocks, for 0, 1, 3 and 255 blocks.
+	// Without SACK bits the bitmap is left out and the flag says so.
+	c := wtAckBlockNoSack(0)
+	cb := make([]byte, AckBlockCompactLen)
+	require.Equal(t, AckBlockCompactLen, c.Len())
+	require.Equal(t, AckBlockCompactLen, c.Put(cb))
+	want, err = hex.DecodeString("01" + "02" + "0304" + "11121314" + "61626364" + "71727374" + "0102030405060708")
+	require.NoError(t, err)
+	require.Equal(t, want, cb)
+	g = wtAckBlock(9) // Decode clears a bitmap left from before
+	n, err = g.Decode(cb)
+	require.NoError(t, err)
+	require.Equal(t, AckBlockCompactLen, n)
+	require.Equal(t, c, g)
+	for n := 0; n < AckBlockCompactLen; n++ {
+		_, err := g.Decode(cb[:n])
+		require.ErrorIs(t, err, ErrShort, "len %d", n)
+	}
+
+	// A full block whose bitmap happens to be zero (as the first version
+	// of the format always wrote it) decodes to the same block.
+	full := make([]byte, AckBlockLen)
+	copy(full, b[:8])
+	copy(full[40:], b[40:])
+	n, err = g.Decode(full)
+	require.NoError(t, err)
+	require.Equal(t, AckBlockLen, n)
+	require.Equal(t, c, g)
+
+	// Undefined flags are refused.
+	for _, fl := range []byte{0x02, 0x03, 0x80, 0xFF} {
+		bad := append([]byte(nil), b...)
+		bad[0] = fl
+		_, err := g.Decode(bad)
+		require.ErrorIs(t, err, ErrField, "flags %#x", fl)
+	}
+
+	// A whole ACK extension: prefix plus blocks, full and compact mixed,
+	// for 0, 1, 3 and 255 blocks.
+	block := func(i int) AckBlock {
+		if i%3 == 1 {
+			return wtAckBlockNoSack(i)
+		}
+		return wtAckBlock(i)
+	}
 	for _, count := range []int{0, 1, 3, MaxAckBlocks} {
-		body := make([]byte, AckPrefixLen+count*AckBlockLen)
+		size := AckPrefixLen
+		for i := 0; i < count; i++ {
+			a := block(i)
+			size += a.Len()
+		}
+		body := make([]byte, size)
 		for i := range body {
 			body[i] = 0xEE
 		}
 		PutAckPrefix(body, count)
 		require.Equal(t, []byte{byte(count), 0, 0, 0}, body[:AckPrefixLen])
+		o := AckPrefixLen
 		for i := 0; i < count; i++ {
-			a := wtAckBlock(i)
-			a.Put(body[AckPrefixLen+i*AckBlockLen:])
+			a := block(i)
+			o += a.Put(body[o:])
 		}
+		require.Equal(t, size, o)
 		n, err := DecodeAckPrefix(body)
 		require.NoError(t, err)
 		require.Equal(t, count, n)
+		o = AckPrefixLen
 		for i := 0; i < n; i++ {
 			var g AckBlock
-			require.NoError(t, g.Decode(body[AckPrefixLen+i*AckBlockLen:]))
-			require.Equal(t, wtAckBlock(i), g)
+			l, err := g.Decode(body[o:])
+			require.NoError(t, err)
+			o += l
+			require.Equal(t, block(i), g)
 		}
 	}
 }
@@ -393,20 +458,55 @@ func TestAckPrefixDecodeErrors(t *testing.T) {
 		_, err := DecodeAckPrefix(body)
 		require.ErrorIs(t, err, ErrField, "reserved byte %d", i)
 	}
-	for _, c := range []struct{ count, blocks, extra int }{
-		{1, 0, 0},   // announces a block that is not there
-		{0, 1, 0},   // a block the count does not announce
-		{2, 1, 0},   // one short
-		{1, 1, 1},   // a stray byte
-		{1, 1, -1},  // a truncated block
-		{0, 0, 3},   // junk after an empty prefix
-		{255, 0, 0}, // the largest count with nothing behind it
+	// blocks: the encoded blocks (f = full, c = compact); extra: bytes
+	// added (or cut, negative) after them.
+	for _, c := range []struct {
+		count  int
+		blocks string
+		extra  int
+	}{
+		{1, "", 0},    // announces a block that is not there
+		{0, "f", 0},   // a block the count does not announce
+		{2, "f", 0},   // one short
+		{2, "c", 0},   // one short (compact)
+		{1, "f", 1},   // a stray byte
+		{1, "c", 1},   // a stray byte after a compact block
+		{1, "f", -1},  // a truncated block
+		{1, "c", -1},  // a truncated compact block
+		{2, "cf", -1}, // the second block truncated
+		{1, "fc", 0},  // two blocks, one announced
+		{0, "", 3},    // junk after an empty prefix
+		{255, "", 0},  // the largest count with nothing behind it
 	} {
-		body := make([]byte, AckPrefixLen+c.blocks*AckBlockLen+c.extra)
+		body := make([]byte, AckPrefixLen, 256)
+		for _, k := range c.blocks {
+			a := wtAckBlock(len(body))
+			if k == 'c' {
+				a = wtAckBlockNoSack(len(body))
+			}
+			blk := make([]byte, a.Len())
+			a.Put(blk)
+			body = append(body, blk...)
+		}
+		if c.extra > 0 {
+			body = append(body, make([]byte, c.extra)...)
+		} else {
+			body = body[:len(body)+c.extra]
+		}
 		PutAckPrefix(body, c.count)
 		_, err := DecodeAckPrefix(body)
 		require.ErrorIs(t, err, ErrLength, "%+v", c)
 	}
+	// An undefined flag in any block refuses the whole ACK.
+	a, b := wtAckBlockNoSack(1), wtAckBlock(2)
+	body := make([]byte, AckPrefixLen+a.Len()+b.Len())
+	PutAckPrefix(body, 2)
+	b.Put(body[AckPrefixLen+a.Put(body[AckPrefixLen:]):])
+	_, err := DecodeAckPrefix(body)
+	require.NoError(t, err)
+	body[AckPrefixLen+AckBlockCompactLen] = 0x04
+	_, err = DecodeAckPrefix(body)
+	require.ErrorIs(t, err, ErrField)
 }
 
 func TestNakRoundTripAndGoldenLayout(t *testing.T) {

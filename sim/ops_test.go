@@ -101,7 +101,7 @@ func TestOpsRotation(t *testing.T) {
 func TestOpsArrivalIDs(t *testing.T) {
 	for _, ops := range []string{"[send]", "[send, write_imm, send_imm, write, read]"} {
 		e, err := Load("../configs/experiments/collectives.yaml", append(append([]string{}, smallExperiments["collectives.yaml"]...),
-			"workload.ops="+ops, "sweep.workload.kind=[allreduce]"))
+			"workload.ops="+ops, "sweep.workload.kind=[allreduce]", "workload.warmup_iters=0", "workload.iters=1"))
 		require.NoError(t, err)
 		runRecorded(t, e, func(r *Run, rec *recording) {
 			require.Len(t, rec.posted, 8)

@@ -76,7 +76,11 @@ func TestTwoPlanes(t *testing.T) {
 	for k := range sent {
 		require.GreaterOrEqual(t, sent[k], onPlane[k], "port %d carries plane %d", k, k)
 		require.Less(t, sent[k]-onPlane[k], uint64(200), "port %d: only control packets beyond plane %d's", k, k)
-		require.Greater(t, onPlane[k], (onPlane[0]+onPlane[1])/4, "both planes carry a fair share: %v", onPlane)
+		// Spraying weighs paths by their measured RTT, and on a loaded
+		// machine the two ports' RTTs differ (a port's frames wait for
+		// the shard's next burst): both planes carry traffic, not
+		// necessarily half each.
+		require.Greater(t, onPlane[k], (onPlane[0]+onPlane[1])/8, "both planes carry a share: %v", onPlane)
 	}
 	for i := 0; i < 2; i++ {
 		c, err := p.sh[i].Counters()

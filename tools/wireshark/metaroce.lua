@@ -47,7 +47,9 @@ f.payload     = ProtoField.bytes("metaroce.payload", "Payload")
 -- ACK
 f.ack_count   = ProtoField.uint8("metaroce.ack.count", "Blocks")
 f.ack_block   = ProtoField.none("metaroce.ack.block", "ACK block")
-f.ack_path    = ProtoField.uint16("metaroce.ack.path_id", "Path")
+f.ack_bflags  = ProtoField.uint8("metaroce.ack.block_flags", "Block flags", base.HEX)
+f.ack_nosack  = ProtoField.bool("metaroce.ack.no_sack", "NO_SACK (bitmap absent: nothing received above cum)", 8, nil, 0x01)
+f.ack_path    = ProtoField.uint8("metaroce.ack.path_id", "Path")
 f.ack_gen     = ProtoField.uint16("metaroce.ack.path_gen", "Path generation")
 f.ack_cum     = ProtoField.uint32("metaroce.ack.cum", "Cumulative (next expected PSN)")
 f.ack_sack    = ProtoField.bytes("metaroce.ack.sack", "SACK bitmap")
@@ -77,7 +79,7 @@ p.experts = { e_short, e_len }
 
 p.prefs.udp_port = Pref.uint("UDP port", 4794, "UDP destination port of MetaRoCE")
 
-local HDR, CRC, MSG, BLOCK = 32, 4, 40, 56
+local HDR, CRC, MSG, BLOCK, BLOCK_NOSACK = 32, 4, 40, 56, 24
 
 local function popcount_byte(b)
     local n = 0
@@ -143,25 +145,46 @@ function p.dissector(buf, pinfo, tree)
         else
             local n = buf(HDR, 1):uint()
             t:add(f.ack_count, buf(HDR, 1))
-            if body ~= 4 + BLOCK * n then
+            -- Blocks are BLOCK bytes, or BLOCK_NOSACK when their flags
+            -- say the SACK bitmap is left out (all zero).
+            local o, ok = HDR + 4, true
+            for i = 0, n - 1 do
+                if o >= HDR + body then ok = false break end
+                local fl = buf(o, 1):uint()
+                local len = BLOCK
+                if fl == 0x01 then len = BLOCK_NOSACK elseif fl ~= 0 then ok = false break end
+                o = o + len
+            end
+            if not ok or o ~= HDR + body then
                 t:add_proto_expert_info(e_len)
             else
+                o = HDR + 4
                 for i = 0, n - 1 do
-                    local o = HDR + 4 + BLOCK * i
+                    local nosack = buf(o, 1):uint() == 0x01
+                    local len, rest = BLOCK, o + 40
                     local sacked = 0
-                    for k = 0, 31 do
-                        sacked = sacked + popcount_byte(buf(o + 8 + k, 1):uint())
+                    if nosack then
+                        len, rest = BLOCK_NOSACK, o + 8
+                    else
+                        for k = 0, 31 do
+                            sacked = sacked + popcount_byte(buf(o + 8 + k, 1):uint())
+                        end
                     end
-                    local b = t:add(f.ack_block, buf(o, BLOCK))
-                    b:set_text(string.format("ACK block: path %d cum %d sacked %d", buf(o, 2):uint(), buf(o + 4, 4):uint(), sacked))
-                    b:add(f.ack_path, buf(o, 2))
+                    local b = t:add(f.ack_block, buf(o, len))
+                    b:set_text(string.format("ACK block: path %d cum %d sacked %d", buf(o + 1, 1):uint(), buf(o + 4, 4):uint(), sacked))
+                    local bf = b:add(f.ack_bflags, buf(o, 1))
+                    bf:add(f.ack_nosack, buf(o, 1))
+                    b:add(f.ack_path, buf(o + 1, 1))
                     b:add(f.ack_gen, buf(o + 2, 2))
                     b:add(f.ack_cum, buf(o + 4, 4))
-                    b:add(f.ack_sack, buf(o + 8, 32))
-                    b:add(f.ack_sacked, buf(o + 8, 32), sacked)
-                    b:add(f.ack_ecn, buf(o + 40, 4))
-                    b:add(f.ack_rate, buf(o + 44, 4))
-                    b:add(f.ack_ts, buf(o + 48, 8))
+                    if not nosack then
+                        b:add(f.ack_sack, buf(o + 8, 32))
+                        b:add(f.ack_sacked, buf(o + 8, 32), sacked)
+                    end
+                    b:add(f.ack_ecn, buf(rest, 4))
+                    b:add(f.ack_rate, buf(rest + 4, 4))
+                    b:add(f.ack_ts, buf(rest + 8, 8))
+                    o = o + len
                 end
                 info = info .. string.format(" blocks %d", n)
             end
