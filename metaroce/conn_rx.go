@@ -52,13 +52,16 @@ func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
 	}
 	c.lastRx = now
 	if !c.outbound && c.connectSentAt != 0 {
-		// The acceptor's first RTT estimate: from its ACCEPT to the
+		// The acceptor's first hint of the RTT: from its ACCEPT to the
 		// first packet of the established connection. The peer may have
-		// waited before sending, so this can only overstate the RTT; it
-		// is capped at InitialRTO, which it replaces. Without it, an
+		// waited before sending (an application that connects and sends
+		// later), so this is an upper bound, not a sample: it must not
+		// enter the smoothed estimate, whose variance term would turn an
+		// idle millisecond into an RTO of three. Until a real sample
+		// comes, it bounds the RTO instead (rttEstimator.bound), so an
 		// acceptor whose first data packets are lost (it has sent nothing
-		// before, so has no RTT sample) would wait InitialRTO.
-		c.rtt.sample(min(now.Sub(c.connectSentAt), c.ep.cfg.InitialRTO))
+		// before) waits about one RTT, not InitialRTO.
+		c.rtt.bound = min(now.Sub(c.connectSentAt), c.ep.cfg.InitialRTO)
 		c.connectSentAt = 0
 	}
 	c.c.RxPackets++
@@ -201,6 +204,8 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 		p.timeouts = 0
 		if p.failed {
 			c.restore(now, p)
+		} else {
+			c.count(p)
 		}
 	}
 	if b.TSEcho <= p.lastStamp && b.TSEcho > p.delivered {
@@ -245,7 +250,7 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	}
 	*s = txSlot{}
 	p.inUse--
-	if !p.failed {
+	if !p.uncounted {
 		c.limit.inflight--
 	}
 	c.limit.acked()

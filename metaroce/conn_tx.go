@@ -181,7 +181,7 @@ func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
 		p.lastProgress = now
 	}
 	p.inUse++
-	if !p.failed {
+	if !p.uncounted {
 		c.limit.inflight++
 	}
 	return psn, p.slot(psn)

@@ -173,6 +173,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 			// packets (a new connection's first packet, lost): nothing
 			// else can move it.
 			c.moveOutstanding(p)
+			c.uncount(p)
 			suspect = true
 		}
 	}
@@ -253,7 +254,7 @@ func (c *Conn) failPath(now Time, p *txPath) {
 		c.c.PathFailures++
 		p.reprobeWait = cfg.PathReprobe
 	}
-	c.limit.inflight -= p.inUse
+	c.uncount(p)
 	p.restart()
 	if p.rerolling {
 		c.takeNewEntropy(p)
@@ -304,10 +305,27 @@ func (c *Conn) moveOutstanding(p *txPath) {
 	}
 }
 
+// uncount takes p's packets out of the connection's in-flight count
+// (txPath.uncounted).
+func (c *Conn) uncount(p *txPath) {
+	if !p.uncounted {
+		c.limit.inflight -= p.inUse
+		p.uncounted = true
+	}
+}
+
+// count puts p's packets back into the in-flight count.
+func (c *Conn) count(p *txPath) {
+	if p.uncounted {
+		c.limit.inflight += p.inUse
+		p.uncounted = false
+	}
+}
+
 // restore brings a failed path back after its probe was acknowledged.
 func (c *Conn) restore(now Time, p *txPath) {
 	p.failed = false
-	c.limit.inflight += p.inUse // its probes count in flight again
+	c.count(p) // its probes count in flight again
 	p.restoredAt = now
 	p.cc.reset(&c.ep.cfg)
 	p.speed = speedOne
@@ -323,7 +341,7 @@ func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
 	*s = txSlot{kind: slotNop}
 	p.next++
 	p.inUse++
-	if !p.failed {
+	if !p.uncounted {
 		c.limit.inflight++
 	}
 	p.c.Probes++
@@ -358,6 +376,9 @@ func (c *Conn) checkReroll(p *txPath) {
 func (c *Conn) finishReroll(p *txPath) {
 	if !p.rerolling || p.inUse > 0 {
 		return
+	}
+	if !p.failed {
+		c.count(p) // nothing in use: only clears the flag
 	}
 	p.restart()
 	c.takeNewEntropy(p)

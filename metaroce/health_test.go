@@ -3,6 +3,8 @@ package metaroce
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // testConn returns an established connection with n paths on one
@@ -180,4 +182,82 @@ func TestFailedPathProbesNotInFlight(t *testing.T) {
 		t.Fatalf("not restored")
 	}
 	inflightInvariant(t, c)
+}
+
+// inflightConsistent reports whether the connection's in-flight count is
+// the packets in use on the paths it counts (txPath.uncounted).
+func inflightConsistent(c *Conn) bool {
+	n := 0
+	for i := range c.tx {
+		if !c.tx[i].uncounted {
+			n += c.tx[i].inUse
+		}
+	}
+	return n == c.limit.inflight
+}
+
+// A path dead before its first use, at an acceptor that has sent nothing
+// yet (its first data are READ responses, in slow start): the first
+// timeout moves its packet elsewhere and takes the path out of the
+// in-flight count, so the READ completes about one RTO after it starts,
+// not after the PathFailAfter timeouts (doubling) it takes to judge the
+// path failed. And the acceptor's RTO comes from its ACCEPT-to-first-packet
+// time (an upper bound on the RTT), not from InitialRTO.
+func TestDeadPathAtFirstUseCostsOneRTO(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		idle time.Duration // the dialer's pause between connecting and its READ
+	}{{0, 0}, {100e9, 0}, {100e9, 5 * time.Millisecond}} {
+		rate := c.rate
+		cfg := Config{Paths: 4, MTU: 1024, LinkRateBps: rate}
+		w := newWirePair(t, cfg)
+		ca, cb := w.connect(t)
+		w.runUntil(t, func() bool { return w.now >= Time(c.idle) }, Time(c.idle)+Time(time.Second))
+		pda, pdb := w.ep[0].AllocPD(), w.ep[1].AllocPD()
+		cqa, cqb := NewCompletionQueue(8), NewCompletionQueue(8)
+		qa, err := ca.CreateQP(0, QPAttr{PD: pda, SendCQ: cqa, RecvCQ: cqa})
+		require.NoError(t, err)
+		_, err = cb.CreateQP(0, QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb})
+		require.NoError(t, err)
+		src := make([]byte, 256<<10)
+		for i := range src {
+			src[i] = byte(i * 13)
+		}
+		mrb, err := pdb.RegisterMR(src, AccessRemoteRead)
+		require.NoError(t, err)
+		dst := make([]byte, len(src))
+		mra, err := pda.RegisterMR(dst, AccessLocalWrite)
+		require.NoError(t, err)
+		// B's path 0 is dead from now on: every packet B sends on it.
+		w.drop = func(from int, pkt []byte) bool {
+			var h Header
+			return from == 1 && h.Decode(pkt) == nil && h.Path == 0 && h.Opcode.Sequenced()
+		}
+		start := w.now
+		require.NoError(t, qa.PostSend(w.now, SendWR{ID: 1, Opcode: WRRead, Local: mra.SGE(0, len(dst)), RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}))
+		var wc [1]WorkCompletion
+		w.runUntil(t, func() bool {
+			require.True(t, inflightConsistent(ca) && inflightConsistent(cb), "in-flight count drifted at t=%d", w.now)
+			return cqa.Poll(wc[:]) == 1
+		}, start+Time(50*time.Millisecond))
+		require.Equal(t, StatusSuccess, wc[0].Status)
+		require.Equal(t, src, dst)
+		took := time.Duration(w.now - start)
+		// 256 KiB at 100 Gb/s is ~21 us, the RTT 2 us: one RTO (MinRTO,
+		// 50 us) and a little more. Before, it took three RTOs (rate 0)
+		// or 1.5 ms (hints on: the dead path's packets held the slow
+		// start), and 3 ms with an idle dialer's RTT "sample".
+		// An idle dialer tells the acceptor nothing of the RTT: it waits
+		// InitialRTO (it waited three times that, from an RTT "sample"
+		// of the idle time with its variance).
+		limit := 2 * w.ep[1].cfg.MinRTO
+		if c.idle > 0 {
+			limit += w.ep[1].cfg.InitialRTO
+		}
+		require.Less(t, took, limit, "rate %v idle %v: READ took %v", rate, c.idle, took)
+		if c.idle == 0 {
+			require.Equal(t, uint64(0), cb.Counters().PathFailures, "rate %v: moved at the first timeout, not judged failed yet", rate)
+		}
+		t.Logf("rate %v idle %v: READ of 256 KiB with B's path 0 dead took %v", rate, c.idle, took)
+	}
 }

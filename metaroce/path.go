@@ -59,9 +59,17 @@ type txPath struct {
 	lastAck      Time // last ACK that retired something
 	timeouts     int  // consecutive tail-loss timeouts without progress
 	failed       bool
-	reprobeAt    Time
-	reprobeWait  time.Duration
-	restoredAt   Time // when a re-probe last brought the path back
+	// uncounted: the path's packets are not counted in the connection's
+	// in-flight cap (connLimit.inflight). True while it is failed, and
+	// from a timeout that moved its data elsewhere until an ACK shows it
+	// moving again: what it holds then is probes and filler, which must
+	// not hold the connection's data back (a path dead before its first
+	// use would otherwise block a connection still in slow start until
+	// the path is judged failed, RTOs later).
+	uncounted   bool
+	reprobeAt   Time
+	reprobeWait time.Duration
+	restoredAt  Time // when a re-probe last brought the path back
 	// rerolling: the path takes no new packets until its outstanding ones
 	// are settled, then restarts with a new entropy (Conn.reroll).
 	rerolling bool
@@ -115,15 +123,18 @@ func (p *txPath) room() int {
 // doubled for every consecutive timeout, within [MinRTO, MaxRTO].
 //
 // A path without samples of its own borrows the connection-wide estimate
-// (conn, which may be a zero estimator): all paths of a connection span the
-// same fabric, and InitialRTO is far too long to wait on a path that was
-// dead before its first use.
+// (conn, which may be a zero estimator), or its upper bound from connection
+// setup: all paths of a connection span the same fabric, and InitialRTO is
+// far too long to wait on a path that was dead before its first use.
 func (p *txPath) rto(cfg *Config, conn *rttEstimator) time.Duration {
 	d := cfg.InitialRTO
-	if p.hasRTT {
+	switch {
+	case p.hasRTT:
 		d = p.srtt + 4*p.rttvar + cfg.AckDelay
-	} else if conn.hasRTT {
+	case conn.hasRTT:
 		d = conn.srtt + 4*conn.rttvar + cfg.AckDelay
+	case conn.bound > 0:
+		d = conn.bound + cfg.AckDelay
 	}
 	if d < cfg.MinRTO {
 		d = cfg.MinRTO
@@ -150,6 +161,10 @@ func (p *txPath) stamp(now Time) Time {
 type rttEstimator struct {
 	srtt, rttvar time.Duration
 	hasRTT       bool
+	// bound, when not 0, is an upper bound on the RTT known before any
+	// sample (the acceptor's ACCEPT-to-first-packet time); rto uses it
+	// while hasRTT is false.
+	bound time.Duration
 }
 
 // sample folds one RTT sample into the estimate.

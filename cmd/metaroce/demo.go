@@ -106,7 +106,10 @@ func runDemo(w io.Writer, o demoOpts) error {
 // demoRun moves o.sizeMiB from A to B (WRITE and SEND) and back (READ) on
 // four streams, then checks every byte.
 func demoRun(o demoOpts, link memlink.Config) (demoResult, error) {
-	cfg := mr.Config{Paths: o.paths, MTU: o.mtu}
+	// The endpoints know their link's rate, as a NIC's driver reports it:
+	// receivers then hint senders to it and senders cap what they keep in
+	// flight, instead of filling the link's queue.
+	cfg := mr.Config{Paths: o.paths, MTU: o.mtu, LinkRateBps: o.rate * 1e9}
 	p, err := mempair.New(cfg, cfg, link)
 	if err != nil {
 		return demoResult{}, err
