@@ -149,6 +149,9 @@ type WorkloadConfig struct {
 	Placement string `yaml:"placement"`
 	// Size (collectives): the per-rank buffer, as nccl-tests' size.
 	Size Size `yaml:"size"`
+	// Channels (collectives): connections per rank pair, each moving its
+	// own slice of every message, as NCCL's channels. Default 1.
+	Channels int `yaml:"channels"`
 	// WarmupIters (collectives): untimed iterations before the timed
 	// ones, as nccl-tests' -w. Default 0.
 	WarmupIters int `yaml:"warmup_iters"`
@@ -365,6 +368,10 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("workload.placement = %q, want packed or spread", w.Placement)
 	}
 	setInt(&w.Iters, 1)
+	setInt(&w.Channels, 1)
+	if w.Channels < 1 || w.Channels > 64 {
+		return fmt.Errorf("workload.channels = %d, want 1..64", w.Channels)
+	}
 	if w.WarmupIters < 0 || w.Iters < 1 || w.WarmupIters+w.Iters > 1000 {
 		return fmt.Errorf("workload: warmup_iters = %d and iters = %d, want warmup_iters >= 0, iters >= 1, together at most 1000", w.WarmupIters, w.Iters)
 	}

@@ -131,6 +131,35 @@ func TestCollectiveFigures(t *testing.T) {
 	}
 }
 
+// Channels: every rank pair has one connection per channel, and each
+// message is split over them as evenly as bytes allow (125000 bytes over
+// three channels: 41667, 41667, 41666); an all-reduce's channels each run
+// all 2(n-1) steps, and every message arrives.
+func TestCollectiveChannels(t *testing.T) {
+	for _, kind := range []string{"allreduce", "all-to-all"} {
+		e, err := Load("../configs/experiments/collectives.yaml", []string{"workload.hosts=8", "workload.size=1000000",
+			"workload.channels=3", "duration=20ms", "sweep.workload.kind=[" + kind + "]", "sweep.workload.placement=[spread]",
+			"sweep.topology.pfc.enabled=[false]", "workload.warmup_iters=0", "workload.iters=1"})
+		require.NoError(t, err)
+		runRecorded(t, e, func(r *Run, rec *recording) {
+			want, msgs := 8*7*3, 1 // all-to-all: a connection per ordered pair and channel
+			if kind == "allreduce" {
+				want, msgs = 8*3, 14
+			}
+			require.Len(t, rec.posted, want, "%s %s: connections", r.Transport, kind)
+			sizes := map[int]int{}
+			for c, ids := range rec.posted {
+				require.Len(t, ids, msgs, "%s %s conn %d", r.Transport, kind, c)
+				require.ElementsMatch(t, ids, rec.got[c], "%s %s conn %d: every message arrives", r.Transport, kind, c)
+				for _, n := range rec.bytes[c] {
+					sizes[n]++
+				}
+			}
+			require.Equal(t, map[int]int{41667: 2 * want / 3 * msgs, 41666: want / 3 * msgs}, sizes, "%s %s", r.Transport, kind)
+		})
+	}
+}
+
 // Plane failure: the transport keeps working and no work request fails.
 func TestPlaneFailureNoFailedWork(t *testing.T) {
 	res := runSmall(t, "plane-failure.yaml", 0)

@@ -20,10 +20,11 @@ type recordingTransport struct {
 type recording struct {
 	ops         map[ConnRef][]Op
 	posted, got map[ConnRef][]uint32
+	bytes       map[ConnRef][]int // size of each message posted
 }
 
 func newRecording(t Transport) recordingTransport {
-	return recordingTransport{t, &recording{map[ConnRef][]Op{}, map[ConnRef][]uint32{}, map[ConnRef][]uint32{}}}
+	return recordingTransport{t, &recording{map[ConnRef][]Op{}, map[ConnRef][]uint32{}, map[ConnRef][]uint32{}, map[ConnRef][]int{}}}
 }
 
 func (r recordingTransport) NewWorld(env WorldEnv, params any) (World, error) {
@@ -39,6 +40,7 @@ type recordingWorld struct {
 func (w recordingWorld) Post(now mr.Time, c ConnRef, op Op, n int, id uint32) error {
 	w.rec.ops[c] = append(w.rec.ops[c], op)
 	w.rec.posted[c] = append(w.rec.posted[c], id)
+	w.rec.bytes[c] = append(w.rec.bytes[c], n)
 	return w.World.Post(now, c, op, n, id)
 }
 

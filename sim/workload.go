@@ -51,7 +51,10 @@ func newWorkload(c *Config, hosts int) (workload, error) {
 		if w.Size < Size(n) {
 			return nil, fmt.Errorf("workload.size = %v, want at least one byte per rank (%d)", w.Size, n)
 		}
-		return &collective{cfg: w, ranks: n, kind: w.Kind}, nil
+		if w.Size < Size(n*w.Channels) {
+			return nil, fmt.Errorf("workload.size = %v, want at least one byte per rank and channel (%d)", w.Size, n*w.Channels)
+		}
+		return &collective{cfg: w, ranks: n, kind: w.Kind, channels: w.Channels}, nil
 	}
 	return nil, fmt.Errorf("unknown workload %q", w.Kind)
 }

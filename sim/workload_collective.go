@@ -15,6 +15,14 @@ import mr "github.com/metaroce/metaroce/metaroce"
 // all-to-all: every rank sends S/n bytes to every other rank at once, on
 // its own connection to each; done when every message has arrived.
 //
+// Channels, as NCCL runs collectives: each of workload.channels channels
+// has its own connections and moves its own slice of every message (S/n
+// split as evenly as bytes allow). An all-reduce's channels are
+// independent rings: channel c of rank i sends its step k+1 once it has
+// received step k of channel c. Each channel's connections have their own
+// source ports, so a single-path transport's flows of one ring hop can
+// take different routes.
+//
 // Iterations, as nccl-tests runs them: warmup_iters untimed ones, then
 // iters timed ones, back to back; each starts once every rank has
 // received everything of the one before (a barrier, the same for every
@@ -32,10 +40,12 @@ type collective struct {
 	cfg       *WorkloadConfig
 	kind      string
 	ranks     int
-	chunk     int
+	channels  int
+	part      []int // bytes of each channel's slice of a message
 	steps     int
-	conns     []ConnRef // allreduce: rank i → i+1; all-to-all: [i*n+j]
-	dst       []int     // all-to-all: the receiving rank of each connection
+	conns     []ConnRef // allreduce: [c*n+i] rank i → i+1 on channel c; all-to-all: [(i*n+j)*channels+c]
+	dst       []int     // the receiving rank of each connection (by ConnRef)
+	chanOf    []int     // the channel of each connection (by ConnRef)
 	recvd     []int     // messages each rank received in this iteration
 	want      int       // messages each rank must receive per iteration
 	ranksDone int       // ranks that received all of this iteration
@@ -48,42 +58,70 @@ type collective struct {
 	sentAt    []mr.Time // all-to-all: post time per connection
 }
 
-func (w *collective) maxMessage() int {
+// chunk is S/n rounded up: what each rank sends to a peer in one step.
+func (w *collective) chunk() int {
 	return max(1, int((int64(w.cfg.Size)+int64(w.ranks)-1)/int64(w.ranks)))
 }
 
+// maxMessage is the largest channel slice of a chunk.
+func (w *collective) maxMessage() int {
+	return (w.chunk() + w.channels - 1) / w.channels
+}
+
+// dial opens a connection from rank i to rank j for channel ch.
+func (w *collective) dial(s *Sim, i, j, ch int) (ConnRef, error) {
+	ref, err := s.world.Dial(s.now, w.host(s, i), w.host(s, j))
+	if err != nil {
+		return 0, err
+	}
+	for len(w.dst) <= int(ref) {
+		w.dst = append(w.dst, 0)
+		w.chanOf = append(w.chanOf, 0)
+	}
+	w.dst[ref], w.chanOf[ref] = j, ch
+	return ref, nil
+}
+
 func (w *collective) setup(s *Sim) error {
-	n := w.ranks
-	w.chunk = w.maxMessage()
+	n, nc := w.ranks, w.channels
+	chunk := w.chunk()
+	w.part = make([]int, nc)
+	for c := range w.part {
+		w.part[c] = chunk / nc
+		if c < chunk%nc {
+			w.part[c]++
+		}
+	}
 	w.recvd = make([]int, n)
 	w.doneAt = mr.Never
 	if w.kind == "allreduce" {
 		w.steps = 2 * (n - 1)
-		w.want = w.steps
-		for i := 0; i < n; i++ {
-			ref, err := s.world.Dial(s.now, w.host(s, i), w.host(s, (i+1)%n))
-			if err != nil {
-				return err
-			}
-			w.conns = append(w.conns, ref)
-		}
-		return nil
-	}
-	w.want = n - 1
-	w.conns = make([]ConnRef, n*n)
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			w.conns[i*n+j] = -1
-			if i != j {
-				ref, err := s.world.Dial(s.now, w.host(s, i), w.host(s, j))
+		w.want = w.steps * nc
+		for c := 0; c < nc; c++ {
+			for i := 0; i < n; i++ {
+				ref, err := w.dial(s, i, (i+1)%n, c)
 				if err != nil {
 					return err
 				}
-				w.conns[i*n+j] = ref
-				for len(w.dst) <= int(ref) {
-					w.dst = append(w.dst, 0)
+				w.conns = append(w.conns, ref)
+			}
+		}
+		return nil
+	}
+	w.want = (n - 1) * nc
+	w.conns = make([]ConnRef, n*n*nc)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			for c := 0; c < nc; c++ {
+				k := (i*n+j)*nc + c
+				w.conns[k] = -1
+				if i != j {
+					ref, err := w.dial(s, i, j, c)
+					if err != nil {
+						return err
+					}
+					w.conns[k] = ref
 				}
-				w.dst[ref] = j
 			}
 		}
 	}
@@ -97,23 +135,27 @@ func (w *collective) startIter(s *Sim) {
 	w.iterStart = s.now
 	w.ranksDone = 0
 	clear(w.recvd)
-	n := w.ranks
+	n, nc := w.ranks, w.channels
 	if w.kind == "allreduce" {
-		for i := 0; i < n; i++ {
-			s.post(w.conns[i], w.host(s, i), w.chunk, 0)
+		for c := 0; c < nc; c++ {
+			for i := 0; i < n; i++ {
+				s.post(w.conns[c*n+i], w.host(s, i), w.part[c], 0)
+			}
 		}
 		return
 	}
 	if w.sentAt == nil {
-		w.sentAt = make([]mr.Time, len(w.conns))
+		w.sentAt = make([]mr.Time, len(w.dst))
 	}
 	for i := 0; i < n; i++ {
 		for j := 1; j < n; j++ {
 			// Rank i starts with rank i+1 and goes round, as
 			// all-to-all implementations stagger their peers.
-			ref := w.conns[i*n+(i+j)%n]
-			w.sentAt[ref] = s.now
-			s.post(ref, w.host(s, i), w.chunk, 0)
+			for c := 0; c < nc; c++ {
+				ref := w.conns[(i*n+(i+j)%n)*nc+c]
+				w.sentAt[ref] = s.now
+				s.post(ref, w.host(s, i), w.part[c], 0)
+			}
 		}
 	}
 }
@@ -123,14 +165,14 @@ func (w *collective) completion(s *Sim, c Completion) {
 		return
 	}
 	n := w.ranks
-	var rank int
+	rank := w.dst[c.Conn]
 	if w.kind == "allreduce" {
-		rank = (int(c.Conn) + 1) % n // connection i delivers to rank i+1
+		// This channel's ring moves on: rank forwards the next step.
 		if k := int(c.ID) + 1; k < w.steps {
-			s.post(w.conns[rank], w.host(s, rank), w.chunk, uint32(k))
+			ch := w.chanOf[c.Conn]
+			s.post(w.conns[ch*n+rank], w.host(s, rank), w.part[ch], uint32(k))
 		}
 	} else {
-		rank = w.dst[c.Conn]
 		if w.iter >= w.cfg.WarmupIters {
 			w.fcts = append(w.fcts, float64(s.now-w.sentAt[c.Conn])/1e3)
 		}
@@ -178,6 +220,7 @@ func (w *collective) report(s *Sim, r *runResult) {
 	r.add("collective", w.kind)
 	r.add("ranks", w.ranks)
 	r.add("size_bytes", int64(w.cfg.Size))
+	r.add("channels", w.channels)
 	r.add("iters", w.cfg.Iters)
 	r.add("warmup_iters", w.cfg.WarmupIters)
 	if w.doneAt == mr.Never {
