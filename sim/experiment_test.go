@@ -19,7 +19,9 @@ var smallExperiments = map[string][]string{
 	"plane-scaling.yaml": {"duration=200us", "warmup=100us", "workload.connections=300", "sweep.topology.planes=[1, 2]",
 		"topology.leaves=4", "topology.hosts_per_leaf=4", "topology.spines=4"},
 	"collectives.yaml": {"workload.size=2MiB", "workload.hosts=8", "duration=20ms"},
-	"pfc-incast.yaml":  {"duration=400us", "warmup=100us", "sweep.workload.senders=[8, 32]"},
+	"collectives-channels.yaml": {"workload.size=2MiB", "workload.hosts=8", "duration=20ms", "sweep.workload.channels=[1, 2]",
+		"sweep.workload.placement=[spread]"},
+	"pfc-incast.yaml": {"duration=400us", "warmup=100us", "sweep.workload.senders=[8, 32]"},
 	"ecmp-collision.yaml": {"duration=1ms", "warmup=300us", "sweep.seed=[1]",
 		"topology.hosts_per_leaf=8", "topology.fabric_gbps=200", "workload.connections=16"},
 	"asymmetry.yaml": {"duration=1500us", "warmup=500us"},
@@ -57,14 +59,15 @@ func TestDeterminism(t *testing.T) {
 // its issue asks for, with no failed work requests.
 func TestExperimentsSmall(t *testing.T) {
 	need := map[string][]string{
-		"loss-sweep.yaml":     {"goodput_gbps", "link_gbps", "efficiency", "loss.rate", "workload.connections"},
-		"incast.yaml":         {"goodput_gbps", "jain", "converge_rtts", "peak_queue_kib", "series"},
-		"plane-failure.yaml":  {"before_gbps", "after_gbps", "recover_rtts", "failed_wrs", "series"},
-		"plane-scaling.yaml":  {"goodput_gbps", "topology.planes", "connections"},
-		"collectives.yaml":    {"completion_us", "algbw_gbps", "busbw_gbps", "workload.kind"},
-		"pfc-incast.yaml":     {"goodput_gbps", "jain", "peak_queue_kib", "buffer_drops", "topology.pfc.enabled"},
-		"ecmp-collision.yaml": {"goodput_gbps", "efficiency", "seed"},
-		"asymmetry.yaml":      {"goodput_gbps", "efficiency", "topology.link_gbps", "loss.links"},
+		"loss-sweep.yaml":           {"goodput_gbps", "link_gbps", "efficiency", "loss.rate", "workload.connections"},
+		"incast.yaml":               {"goodput_gbps", "jain", "converge_rtts", "peak_queue_kib", "series"},
+		"plane-failure.yaml":        {"before_gbps", "after_gbps", "recover_rtts", "failed_wrs", "series"},
+		"plane-scaling.yaml":        {"goodput_gbps", "topology.planes", "connections"},
+		"collectives.yaml":          {"completion_us", "algbw_gbps", "busbw_gbps", "workload.kind"},
+		"collectives-channels.yaml": {"completion_us", "busbw_gbps", "workload.channels", "channels"},
+		"pfc-incast.yaml":           {"goodput_gbps", "jain", "peak_queue_kib", "buffer_drops", "topology.pfc.enabled"},
+		"ecmp-collision.yaml":       {"goodput_gbps", "efficiency", "seed"},
+		"asymmetry.yaml":            {"goodput_gbps", "efficiency", "topology.link_gbps", "loss.links"},
 	}
 	for file, keys := range need {
 		t.Run(file, func(t *testing.T) {
