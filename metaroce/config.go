@@ -59,10 +59,10 @@ type Config struct {
 	// fair share sends at least 4 packets in it). Default 16µs.
 	HintInterval time.Duration
 	// InflightRTTs caps the bytes a connection has in flight at this many
-	// times its rate hint × (its smallest RTT + AckDelay) (at least one
-	// packet), so that a burst already in the fabric drains before new
-	// packets join it. Above 1 it leaves room for losses not yet detected
-	// (they still count as in flight). Default 4.
+	// times its rate hint × (its smoothed RTT, at most 4 × its smallest,
+	// + AckDelay) (at least one packet), so that a burst already in the
+	// fabric drains before new packets join it. Above 1 it leaves room for
+	// losses not yet detected (they still count as in flight). Default 4.
 	InflightRTTs float64
 	// InitialInflight is how many packets a connection may have in flight
 	// before its first ACK (with the receiver's first rate hint) arrives.
@@ -74,7 +74,9 @@ type Config struct {
 	// AckEvery: acknowledge a path after this many packets. Default 8.
 	AckEvery int
 	// AckDelay: acknowledge at the latest this long after the first
-	// unacknowledged packet. Default 5µs.
+	// unacknowledged packet (a receiver with an empty queue holds the ACKs
+	// of a sender with a small share up to 4 × AckDelay: fairShare.ackHold).
+	// Default 5µs.
 	AckDelay time.Duration
 
 	// InitialRTO is the tail-loss timeout before any RTT sample. Default 1ms.

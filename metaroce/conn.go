@@ -414,7 +414,7 @@ func (c *Conn) queueAck(now Time, i PathID, immediate bool) {
 	if immediate || r.unacked >= c.ep.cfg.AckEvery {
 		r.ackNow = true
 	} else if r.ackDue == Never {
-		r.ackDue = now.Add(c.ep.cfg.AckDelay)
+		r.ackDue = now.Add(c.ep.share.ackHold(&c.ep.cfg, c, now))
 	}
 	if !r.queued {
 		r.queued = true

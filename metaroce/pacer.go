@@ -16,10 +16,15 @@ import "time"
 //   - Before the first ACK: at most InitialInflight packets, and from then
 //     on at most two more per packet acknowledged (slow start).
 //   - In flight: the packets not yet acknowledged (and not known lost) may
-//     not exceed InflightRTTs × hint × (minRTT + AckDelay) (at least one
-//     packet). A burst sent before the first hint arrived therefore drains
-//     from the fabric before new packets join it, which is what empties the
-//     receiver's queue in a few RTTs after an incast starts.
+//     not exceed InflightRTTs × hint × (RTT + AckDelay) (at least one
+//     packet), RTT being the smoothed RTT but at most 4 × minRTT. A burst
+//     sent before the first hint arrived therefore drains from the fabric
+//     before new packets join it, which is what empties the receiver's
+//     queue in a few RTTs after an incast starts. (The smoothed RTT, not
+//     the smallest: a sender sharing its own NIC with many connections,
+//     or acknowledged by a receiver that holds its ACKs longer than
+//     AckDelay (fairShare.ackHold), waits longer than minRTT for every
+//     ACK, and a cap on minRTT would hold it below its hint.)
 //
 // Resends of lost packets are paced but not capped: they replace packets
 // already counted.
@@ -36,8 +41,9 @@ type connLimit struct {
 	nextSend Time // earliest time for the next new packet
 	inflight int  // sequenced packets outstanding on paths not judged failed
 	minRTT   time.Duration
-	pktBytes int    // size of a full data packet, for the in-flight cap
-	jitter   uint64 // state of the pacing jitter's generator
+	srtt     time.Duration // smoothed RTT (gain 1/8), for the in-flight cap
+	pktBytes int           // size of a full data packet, for the in-flight cap
+	jitter   uint64        // state of the pacing jitter's generator
 }
 
 // maxInflightPackets is the in-flight cap in packets (large when there is
@@ -59,9 +65,9 @@ func (l *connLimit) maxInflightPackets(cfg *Config) int {
 	if l.grown < cfg.InitialInflight {
 		l.grown = cfg.InitialInflight
 	}
-	// The peer holds ACKs up to AckDelay: the ACK clock ticks at most
-	// that much slower than the RTT.
-	bytes := cfg.InflightRTTs * l.hintBps / 8 * (l.minRTT + cfg.AckDelay).Seconds()
+	// The peer holds ACKs up to AckDelay (longer holds show in srtt):
+	// the ACK clock ticks at most that much slower than the RTT.
+	bytes := cfg.InflightRTTs * l.hintBps / 8 * (min(l.srtt, 4*l.minRTT) + cfg.AckDelay).Seconds()
 	n := int(bytes / float64(l.pktBytes))
 	if n < 1 {
 		n = 1
@@ -133,9 +139,17 @@ func (l *connLimit) setHint(cfg *Config, mbps uint32) {
 	l.unpaced = cfg.LinkRateBps > 0 && l.hintBps >= cfg.LinkRateBps
 }
 
-// sample records an RTT sample for minRTT.
+// sample records an RTT sample for minRTT and srtt.
 func (l *connLimit) sample(r time.Duration) {
-	if r > 0 && (l.minRTT == 0 || r < l.minRTT) {
+	if r <= 0 {
+		return
+	}
+	if l.minRTT == 0 || r < l.minRTT {
 		l.minRTT = r
+	}
+	if l.srtt == 0 {
+		l.srtt = r
+	} else {
+		l.srtt += (r - l.srtt) / 8
 	}
 }

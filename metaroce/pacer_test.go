@@ -6,7 +6,7 @@ import (
 )
 
 // Pacing spaces packets at the hint rate; the in-flight cap follows
-// hint × (minRTT + AckDelay) × InflightRTTs, at least one packet.
+// hint × (RTT + AckDelay) × InflightRTTs, at least one packet.
 func TestConnLimit(t *testing.T) {
 	cfg := Config{}.Defaults()
 	l := connLimit{pktBytes: 4000}
@@ -54,5 +54,37 @@ func TestConnLimit(t *testing.T) {
 	l.setHint(&cfg, 1)
 	if n := l.maxInflightPackets(&cfg); n != 1 {
 		t.Fatalf("in-flight cap %d at a tiny hint, want 1", n)
+	}
+}
+
+// The in-flight cap follows the smoothed RTT, not only the smallest: a
+// sender whose ACKs take longer (a busy NIC of its own, a receiver that
+// holds ACKs) keeps its hint's worth in flight; but no more than 4 × the
+// smallest RTT, so a queue cannot raise its own cap without bound.
+func TestConnLimitFollowsSmoothedRTT(t *testing.T) {
+	cfg := Config{}.Defaults()
+	l := connLimit{pktBytes: 4000}
+	l.setHint(&cfg, 8000) // 1 GB/s
+	for i := 0; i < 100; i++ {
+		l.acked()
+	}
+	l.sample(10 * time.Microsecond)
+	// 4 × 1 GB/s × (10 + 5) µs = 60000 bytes = 15 packets.
+	if n := l.maxInflightPackets(&cfg); n != 15 {
+		t.Fatalf("in-flight cap %d packets at a 10 µs RTT, want 15", n)
+	}
+	for i := 0; i < 200; i++ {
+		l.sample(25 * time.Microsecond)
+	}
+	// The smoothed RTT is now ~25 µs: 4 × 1 GB/s × 30 µs = 30 packets.
+	if n := l.maxInflightPackets(&cfg); n < 29 || n > 30 {
+		t.Fatalf("in-flight cap %d packets at a 25 µs smoothed RTT, want 30", n)
+	}
+	for i := 0; i < 200; i++ {
+		l.sample(time.Millisecond)
+	}
+	// Bounded by 4 × minRTT: 4 × 1 GB/s × (40 + 5) µs = 45 packets.
+	if n := l.maxInflightPackets(&cfg); n != 45 {
+		t.Fatalf("in-flight cap %d packets behind a 1 ms queue, want 45 (4 × minRTT)", n)
 	}
 }

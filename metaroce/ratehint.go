@@ -168,6 +168,34 @@ func (f *fairShare) hintMbps(cfg *Config, c *Conn) uint32 {
 	return uint32(m)
 }
 
+// ackHold is how long the receiver holds an ACK for a path of c (from the
+// path's first unacknowledged packet). AckDelay, except while no queue
+// is draining here (the last interval saw no CE marks and no queueing
+// delay: scale 1) and c has been sending for 8 intervals: then as long
+// as c needs to send AckEvery full packets at its hint, up to
+// 4 × AckDelay. A connection given a small share
+// (one of many senders: an all-to-all, many channels) sends a packet
+// every few microseconds, and acknowledging each one with a frame of its
+// own would take as much of the reverse link as its data takes of the
+// forward one; at the hint, AckEvery packets take that long anyway. While
+// a queue drains, ACKs (their marks, their hints) go out within AckDelay,
+// which is what converges an incast in a few RTTs. The sender's in-flight
+// cap follows the longer hold through its smoothed RTT (connLimit).
+func (f *fairShare) ackHold(cfg *Config, c *Conn, now Time) time.Duration {
+	d := cfg.AckDelay
+	if f.scale != 1 || now.Sub(c.share.joined) < 8*cfg.HintInterval {
+		// Draining, no interval measured yet, hints off, or c only
+		// just joined (its share is still settling).
+		return d
+	}
+	hint := float64(f.hintMbps(cfg, c)) * 1e6
+	if hint <= 0 {
+		return d
+	}
+	t := time.Duration(float64(cfg.AckEvery*c.limit.pktBytes) * 8 / hint * 1e9)
+	return min(max(d, t), 4*cfg.AckDelay)
+}
+
 // remove takes a closing connection out of the active set.
 func (f *fairShare) remove(cfg *Config, c *Conn) {
 	if !c.share.listed {

@@ -108,3 +108,61 @@ func TestFairShareDisabled(t *testing.T) {
 		t.Fatalf("hint without a link rate")
 	}
 }
+
+// ACK hold: AckDelay while a queue drains, before the first interval and
+// for a connection that only just joined; once settled with no queue, as
+// long as the sender takes to send AckEvery packets at its hint, within
+// [AckDelay, 4 × AckDelay].
+func TestFairShareAckHold(t *testing.T) {
+	cfg := shareConfig()
+	var f fairShare
+	conns := make([]*Conn, 16)
+	for i := range conns {
+		conns[i] = &Conn{limit: connLimit{pktBytes: 4000}}
+		f.onReceive(&cfg, conns[i], 0, 1000, false, 0)
+	}
+	c := conns[0]
+	if d := f.ackHold(&cfg, c, 0); d != cfg.AckDelay {
+		t.Fatalf("hold %v before any interval was measured, want AckDelay", d)
+	}
+	// Everyone sends its share, unmarked, for a while: no queue here.
+	now := Time(0)
+	step := cfg.HintInterval
+	for k := 0; k < 20; k++ {
+		now = now.Add(step)
+		for _, x := range conns {
+			f.onReceive(&cfg, x, now, int(float64(f.hintMbps(&cfg, x))*1e6/8*step.Seconds()), false, now)
+		}
+	}
+	// 16 senders: 6.25 Gb/s each; 8 packets of 4000 bytes take 41 µs: the
+	// hold stops at 4 × AckDelay.
+	if d := f.ackHold(&cfg, c, now); d != 4*cfg.AckDelay {
+		t.Fatalf("hold %v for one of 16 settled senders, want 4 × AckDelay", d)
+	}
+	late := &Conn{limit: connLimit{pktBytes: 4000}}
+	f.onReceive(&cfg, late, now, 1000, false, now)
+	if d := f.ackHold(&cfg, late, now.Add(step)); d != cfg.AckDelay {
+		t.Fatalf("hold %v for a sender that just joined, want AckDelay", d)
+	}
+	// A marked interval: the queue drains, ACKs go out within AckDelay.
+	for k := 0; k < 2; k++ {
+		now = now.Add(step)
+		for _, x := range conns {
+			f.onReceive(&cfg, x, now, 4000, true, now)
+		}
+	}
+	if d := f.ackHold(&cfg, c, now); d != cfg.AckDelay {
+		t.Fatalf("hold %v while CE marks arrive, want AckDelay", d)
+	}
+	// A lone fast sender: 8 packets at 100 Gb/s take 2.6 µs: AckDelay.
+	var g fairShare
+	solo := &Conn{limit: connLimit{pktBytes: 4000}}
+	now = 0
+	for k := 0; k < 20; k++ {
+		now = now.Add(step)
+		g.onReceive(&cfg, solo, now, int(100e9/8*step.Seconds()), false, now)
+	}
+	if d := g.ackHold(&cfg, solo, now); d != cfg.AckDelay {
+		t.Fatalf("hold %v for a lone sender at line rate, want AckDelay", d)
+	}
+}
