@@ -73,18 +73,7 @@ func FuzzMsgHeaderDecode(f *testing.F) {
 
 func FuzzAckDecode(f *testing.F) {
 	for _, blocks := range []string{"", "f", "c", "fcf", "ccc"} {
-		body := make([]byte, AckPrefixLen, 256)
-		for i, k := range blocks {
-			a := wtAckBlock(i)
-			if k == 'c' {
-				a = wtAckBlockNoSack(i)
-			}
-			blk := make([]byte, a.Len())
-			a.Put(blk)
-			body = append(body, blk...)
-		}
-		PutAckPrefix(body, len(blocks))
-		f.Add(body)
+		f.Add(wtAckBody(blocks))
 	}
 	f.Add([]byte{1, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 1})

@@ -308,6 +308,22 @@ func wtAckBlockNoSack(i int) AckBlock {
 	return a
 }
 
+// wtAckBody encodes an ACK extension of one block per letter of blocks:
+// 'f' a full block (wtAckBlock), 'c' a compact one (wtAckBlockNoSack).
+func wtAckBody(blocks string) []byte {
+	body := make([]byte, AckPrefixLen, AckPrefixLen+len(blocks)*AckBlockLen)
+	PutAckPrefix(body, len(blocks))
+	for i, k := range blocks {
+		a := wtAckBlock(i)
+		if k == 'c' {
+			a = wtAckBlockNoSack(i)
+		}
+		body = body[:len(body)+a.Len()]
+		a.Put(body[len(body)-a.Len():])
+	}
+	return body
+}
+
 func TestAckRoundTripAndGoldenLayout(t *testing.T) {
 	a := wtAckBlock(0)
 	b := make([]byte, AckBlockLen)
@@ -478,16 +494,7 @@ func TestAckPrefixDecodeErrors(t *testing.T) {
 		{0, "", 3},    // junk after an empty prefix
 		{255, "", 0},  // the largest count with nothing behind it
 	} {
-		body := make([]byte, AckPrefixLen, 256)
-		for _, k := range c.blocks {
-			a := wtAckBlock(len(body))
-			if k == 'c' {
-				a = wtAckBlockNoSack(len(body))
-			}
-			blk := make([]byte, a.Len())
-			a.Put(blk)
-			body = append(body, blk...)
-		}
+		body := wtAckBody(c.blocks)
 		if c.extra > 0 {
 			body = append(body, make([]byte, c.extra)...)
 		} else {
@@ -498,10 +505,7 @@ func TestAckPrefixDecodeErrors(t *testing.T) {
 		require.ErrorIs(t, err, ErrLength, "%+v", c)
 	}
 	// An undefined flag in any block refuses the whole ACK.
-	a, b := wtAckBlockNoSack(1), wtAckBlock(2)
-	body := make([]byte, AckPrefixLen+a.Len()+b.Len())
-	PutAckPrefix(body, 2)
-	b.Put(body[AckPrefixLen+a.Put(body[AckPrefixLen:]):])
+	body := wtAckBody("cf")
 	_, err := DecodeAckPrefix(body)
 	require.NoError(t, err)
 	body[AckPrefixLen+AckBlockCompactLen] = 0x04
