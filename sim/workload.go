@@ -48,10 +48,7 @@ func newWorkload(c *Config, hosts int) (workload, error) {
 		if n < 2 || n > hosts {
 			return nil, fmt.Errorf("workload.hosts = %d, want 2..%d", w.Hosts, hosts)
 		}
-		if w.Size < Size(n) {
-			return nil, fmt.Errorf("workload.size = %v, want at least one byte per rank (%d)", w.Size, n)
-		}
-		if w.Size < Size(n*w.Channels) {
+		if w.Size < Size(n*w.Channels) { // channels >= 1 (checked with the defaults)
 			return nil, fmt.Errorf("workload.size = %v, want at least one byte per rank and channel (%d)", w.Size, n*w.Channels)
 		}
 		return &collective{cfg: w, ranks: n, kind: w.Kind, channels: w.Channels}, nil
