@@ -214,6 +214,7 @@ func (pp *packetPath) check() {
 // (TestPacketPathAllocs asserts it), and ns/op must not grow with paths,
 // streams or connections.
 func BenchmarkPacketPath(b *testing.B) {
+	defer mr.SetAggregateChecks(mr.SetAggregateChecks(false)) // measure the aggregates, not their checks
 	for _, sh := range packetPathShapes() {
 		b.Run(sh.String(), func(b *testing.B) {
 			pp := newPacketPath(b, sh)
@@ -232,6 +233,7 @@ func BenchmarkPacketPath(b *testing.B) {
 // TestPacketPathAllocs asserts what BenchmarkPacketPath reports: in steady
 // state the packet path allocates nothing, in every shape of the matrix.
 func TestPacketPathAllocs(t *testing.T) {
+	defer mr.SetAggregateChecks(mr.SetAggregateChecks(false)) // the checks' walks are not the packet path
 	for _, sh := range packetPathShapes() {
 		t.Run(sh.String(), func(t *testing.T) {
 			pp := newPacketPath(t, sh)

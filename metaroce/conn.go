@@ -102,6 +102,7 @@ type Conn struct {
 	tries         int
 
 	timer   queue.Timer // deadline and position in Endpoint.timers
+	agg     connAgg     // what computeDeadline needs of every path, ACK and stream (aggregates.go)
 	inReady bool
 
 	c ConnCounters
@@ -286,6 +287,7 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 		}
 		q.completeRecvs()
 		q.active = false
+		c.streamChanged(q)
 	}
 	for c.jobs.Len() > 0 {
 		c.releaseJobRefs(c.jobs.Pop())
@@ -301,6 +303,7 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 		clear(p.slots)
 		p.inUse = 0
 	}
+	c.allPathsChanged()
 	c.limit.inflight = 0
 	c.active.Clear()
 	c.resend.Clear()
@@ -331,6 +334,7 @@ func (c *Conn) activate(q *QueuePair) {
 	if !q.active && c.state == connEstablished {
 		q.active = true
 		c.active.Push(q)
+		c.streamChanged(q)
 	}
 }
 
@@ -420,6 +424,7 @@ func (c *Conn) queueAck(now Time, i PathID, immediate bool) {
 		r.queued = true
 		c.ackList.Push(i)
 	}
+	c.ackChanged(r)
 }
 
 // computeDeadline returns the earliest time the connection needs OnTimer.
@@ -449,31 +454,15 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 			ready = true
 		}
 	}
-	newData := c.jobs.Len() > 0
-	for i := 0; i < c.ackList.Len(); i++ {
-		r := &c.rx[*c.ackList.At(i)]
-		if r.ackNow || r.ackDue <= now {
-			ready = true
-		} else {
-			at(r.ackDue)
-		}
+	// Pending ACKs, paths and active streams through their aggregates
+	// (aggregates.go), not by walking them.
+	at(c.acksDueBy(now))
+	if c.agg.acksReady > 0 {
+		ready = true
 	}
-	for i := range c.tx {
-		p := &c.tx[i]
-		if p.failed {
-			at(p.reprobeAt)
-		} else if p.inUse > 0 {
-			at(p.lastProgress.Add(c.pathRTO(p)))
-		}
-	}
-	for i := 0; i < c.active.Len(); i++ {
-		q := *c.active.At(i)
-		if q.blockedUntil > now {
-			at(q.blockedUntil)
-		} else {
-			newData = true
-		}
-	}
+	at(c.pathDeadline())
+	at(c.streamsBlockedBy(now))
+	newData := c.jobs.Len() > 0 || c.agg.streamsFree > 0
 	if newData {
 		// New packets wait for pacing (a time) or for the in-flight cap to
 		// open (an ACK, which touches the connection).
@@ -489,6 +478,9 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 	}
 	at(ka.Add(cfg.KeepaliveInterval))
 	at(c.lastRx.Add(cfg.PeerDeadTimeout))
+	if checkDeadline != nil {
+		checkDeadline(c, now, d, ready)
+	}
 	return d, ready
 }
 

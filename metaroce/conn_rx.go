@@ -129,7 +129,10 @@ func (c *Conn) onAck(now Time, body []byte) {
 		return
 	}
 	c.c.AcksReceived++
-	c.fastest = c.fastestSRTT()
+	c.fastest = c.fastestPath()
+	if checkFastest != nil {
+		checkFastest(c, c.fastest)
+	}
 	var b AckBlock
 	o := AckPrefixLen
 	for i := 0; i < n; i++ {
@@ -157,6 +160,7 @@ func (c *Conn) onAckBlock(now Time, b *AckBlock) {
 		return
 	}
 	c.c.AckBlocksReceived++
+	c.pathChanged(p) // retires, samples, progress, restore, failure, re-roll
 	acked := 0
 	retire := func(psn PSN) {
 		if s := p.slot(psn); s.kind != slotFree && s.sent {
@@ -314,6 +318,8 @@ func (c *Conn) restartAfterRNR(now Time, m *txMsg, hint uint32) {
 	}
 	q := m.qp
 	q.blockedUntil = now.Add(wait)
+	q.agg.free = false
+	c.streamChanged(q)
 	idx := int(m.seq - q.sqBase)
 	if idx < q.segIdx {
 		q.segIdx = idx

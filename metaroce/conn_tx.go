@@ -52,13 +52,12 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 
 // ackDueNow reports whether some path's ACK must go out now.
 func (c *Conn) ackDueNow(now Time) bool {
-	for i := 0; i < c.ackList.Len(); i++ {
-		r := &c.rx[*c.ackList.At(i)]
-		if r.ackNow || r.ackDue <= now {
-			return true
-		}
+	c.acksDueBy(now)
+	due := c.agg.acksReady > 0
+	if checkAckDue != nil {
+		checkAckDue(c, now, due)
 	}
-	return false
+	return due
 }
 
 func (c *Conn) header(op Opcode, path PathID, now Time) Header {
@@ -166,6 +165,8 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 		n += b.Put(buf[n:])
 		count++
 		r.unacked, r.ackNow, r.ackDue, r.queued = 0, false, Never, false
+		r.agg.expired = false
+		c.ackChanged(r)
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
 	n = SealCRC(buf, n)
@@ -181,6 +182,7 @@ func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
 		p.lastProgress = now
 	}
 	p.inUse++
+	c.pathChanged(p)
 	if !p.uncounted {
 		c.limit.inflight++
 	}
@@ -315,6 +317,7 @@ func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
 		m := q.nextToSegment()
 		if m == nil {
 			q.active = false
+			c.streamChanged(q)
 			continue
 		}
 		if q.blockedUntil > now {

@@ -86,6 +86,7 @@ func (e *Endpoint) newConn(peer PeerHandle, now Time) (*Conn, error) {
 	}
 	c := &Conn{ep: e, local: e.nextID, peer: peer, qps: make(map[StreamID]*QueuePair),
 		lastRx: now}
+	c.agg.reset()
 	e.nextID++
 	e.conns[c.local] = c
 	return c, nil

@@ -143,6 +143,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 	cfg := &c.ep.cfg
 	stalledSince := p.lastProgress
 	p.lastProgress = now
+	c.pathChanged(p)
 	for psn := p.una; psn.Less(p.next); psn++ {
 		if p.slot(psn).pending {
 			// A resend or probe of this path is still waiting for its
@@ -242,6 +243,7 @@ func pathAlpha(cc *pathCC) float64 { return cc.alpha }
 // probed again after a back-off.
 func (c *Conn) failPath(now Time, p *txPath) {
 	cfg := &c.ep.cfg
+	c.pathChanged(p)
 	c.moveOutstanding(p)
 	switch {
 	case p.restoredAt != 0 && now.Sub(p.restoredAt) < 8*p.reprobeWait:
@@ -269,6 +271,7 @@ func (c *Conn) failPath(now Time, p *txPath) {
 // sequence space is full of them does it restart.
 func (c *Conn) reprobe(now Time, p *txPath) {
 	cfg := &c.ep.cfg
+	c.pathChanged(p)
 	if span := int(p.una.Distance(p.next)); span >= SackBits-1 || span >= p.ringLen()-2 {
 		p.restart() // a failed path's probes are not counted in flight
 	}
@@ -325,6 +328,7 @@ func (c *Conn) count(p *txPath) {
 // restore brings a failed path back after its probe was acknowledged.
 func (c *Conn) restore(now Time, p *txPath) {
 	p.failed = false
+	c.pathChanged(p)
 	c.count(p) // its probes count in flight again
 	p.restoredAt = now
 	p.cc.reset(&c.ep.cfg)
@@ -341,6 +345,7 @@ func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
 	*s = txSlot{kind: slotNop}
 	p.next++
 	p.inUse++
+	c.pathChanged(p)
 	if !p.uncounted {
 		c.limit.inflight++
 	}
@@ -377,6 +382,7 @@ func (c *Conn) finishReroll(p *txPath) {
 	if !p.rerolling || p.inUse > 0 {
 		return
 	}
+	c.pathChanged(p)
 	if !p.failed {
 		c.count(p) // nothing in use: only clears the flag
 	}

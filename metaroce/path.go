@@ -76,6 +76,8 @@ type txPath struct {
 
 	ecnSeen uint32 // last cumulative CE count reported by the peer
 
+	agg pathAgg // the path's entries in Conn.agg
+
 	c PathCounters
 }
 
@@ -200,9 +202,10 @@ type rxPath struct {
 	sb      rxScoreboard
 	ecn     uint32 // CE-marked packets received (cumulative, wraps)
 	tsEcho  Time
-	unacked int  // packets since the last ACK of this path
-	ackDue  Time // latest time an ACK must go out (Never when nothing pending)
-	ackNow  bool // acknowledge at the next opportunity
-	queued  bool // in the connection's ACK list
+	unacked int    // packets since the last ACK of this path
+	ackDue  Time   // latest time an ACK must go out (Never when nothing pending)
+	ackNow  bool   // acknowledge at the next opportunity
+	queued  bool   // in the connection's ACK list
+	agg     ackAgg // the pending ACK's entry in Conn.agg
 	c       *PathCounters
 }

@@ -64,9 +64,10 @@ type QueuePair struct {
 	segIdx       int                // index in sq of the message being segmented
 	nextSeq      MsgSeq
 	nextRecvSeq  MsgSeq
-	blockedUntil Time // RNR back-off of the message being segmented
-	active       bool // in the connection's round robin of streams with data
-	broken       bool // send side in the error state (see Conn.breakStream)
+	blockedUntil Time      // RNR back-off of the message being segmented
+	active       bool      // in the connection's round robin of streams with data
+	broken       bool      // send side in the error state (see Conn.breakStream)
+	agg          streamAgg // the stream's entry in Conn.agg while active
 
 	rq     queue.Ring[recvSlot]
 	rqBase MsgSeq // recv_seq of rq's front

@@ -1,7 +1,5 @@
 package metaroce
 
-import "time"
-
 // PathPicker chooses the path for each new packet. It is the one piece of
 // the spraying policy; the congestion-control work replaces its weights
 // with live telemetry (RTT, ECN, utilisation).
@@ -48,18 +46,6 @@ func (pp *PathPicker) pick(paths []txPath, plane int) int {
 		pp.credit[best] -= total
 	}
 	return best
-}
-
-// fastestSRTT is the smallest smoothed RTT among c's healthy paths (0 if
-// none has a sample). onAck computes it once per ACK, not per block.
-func (c *Conn) fastestSRTT() time.Duration {
-	var fastest time.Duration
-	for i := range c.tx {
-		if q := &c.tx[i]; q.hasRTT && !q.failed && (fastest == 0 || q.srtt < fastest) {
-			fastest = q.srtt
-		}
-	}
-	return fastest
 }
 
 // updateSpeed sets p's spraying speed after an RTT sample: relative to the

@@ -1,0 +1,265 @@
+package metaroce
+
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/internal/queue"
+)
+
+// connAgg holds what computeDeadline, ackDueNow and onAck need of every
+// path, ACK and stream of a connection, kept up to date as those change,
+// so that the work per packet does not grow with the number of paths,
+// pending ACKs or active streams. Each aggregate gives exactly the value
+// the walk over everything gave (the white-box tests check every call
+// against that walk: aggregates_test.go).
+//
+// Paths. A path whose state changed is marked dirty (pathChanged) and its
+// entries are brought up to date at the next flush, before anything reads
+// them. The deadline of a path (Conn.computeDeadline) is
+//
+//	failed:             reprobeAt
+//	busy (inUse > 0):   lastProgress + min(rto, H)
+//
+// where rto is the path's own when it has an RTT sample, and H (the
+// connection-wide RTO while the connection is starved, else none) is the
+// same for every path. The minimum over busy paths with samples is
+// therefore min(min(lastProgress + rto), min(lastProgress) + H): one heap
+// for each term. A busy path without a sample of its own borrows the
+// connection's estimate, which every ACK moves, and doubles it for each
+// timeout in a row: all of those without a timeout have the same RTO, so
+// the earliest is the one that made progress first (a third heap); the
+// few after a timeout are kept in a list and computed one by one.
+//
+// ACKs and streams. A pending ACK that must go now (ackNow) and one whose
+// delay ran out are counted; the others are in a heap by due time. An
+// active stream past its RNR back-off is counted; the others are in a heap
+// by the end of the back-off. An entry whose time comes is moved from the
+// heap to the count when a caller passes a now at or after it: the
+// endpoint's times never go backwards.
+type connAgg struct {
+	dirty     []*txPath
+	deadlines queue.TimerHeap[*txPath] // failed: reprobeAt; busy with a sample: lastProgress + rto
+	progress  queue.TimerHeap[*txPath] // busy with a sample: lastProgress
+	srtts     queue.TimerHeap[*txPath] // not failed, with a sample: srtt
+	fresh     queue.TimerHeap[*txPath] // busy, not failed, no sample, no timeout: lastProgress
+	noRTT     []*txPath                // busy, not failed, no sample, after a timeout
+
+	acksReady int                      // queued ACKs with ackNow or past their due time
+	acksDue   queue.TimerHeap[*rxPath] // the other queued ACKs, by ackDue
+
+	streamsFree    int                         // active streams past their back-off
+	streamsBlocked queue.TimerHeap[*QueuePair] // the other active streams, by blockedUntil
+}
+
+// pathAgg is a path's part of connAgg.
+type pathAgg struct {
+	dirty              bool
+	deadline, progress queue.Timer
+	srtt, fresh        queue.Timer
+	noRTT              int // position in connAgg.noRTT + 1; 0 = not there
+}
+
+// ackAgg is a pending ACK's part of connAgg.
+type ackAgg struct {
+	due     queue.Timer
+	expired bool // its ackDue has passed (counted in acksReady)
+	counted bool // counted in acksReady
+}
+
+// streamAgg is an active stream's part of connAgg.
+type streamAgg struct {
+	blocked queue.Timer
+	free    bool // its back-off has passed (counted in streamsFree while active)
+	counted bool
+}
+
+// reset empties the aggregates for a connection whose paths are c.tx.
+func (a *connAgg) reset() {
+	*a = connAgg{
+		deadlines:      queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.deadline }),
+		progress:       queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.progress }),
+		srtts:          queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.srtt }),
+		fresh:          queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.fresh }),
+		acksDue:        queue.NewTimerHeap(func(r *rxPath) *queue.Timer { return &r.agg.due }),
+		streamsBlocked: queue.NewTimerHeap(func(q *QueuePair) *queue.Timer { return &q.agg.blocked }),
+	}
+}
+
+// pathChanged marks p for a refresh of its entries at the next flush. Call
+// it whenever p's failed, reprobeAt, inUse, lastProgress, timeouts or RTT
+// estimate may have changed.
+func (c *Conn) pathChanged(p *txPath) {
+	if !p.agg.dirty {
+		p.agg.dirty = true
+		c.agg.dirty = append(c.agg.dirty, p)
+	}
+}
+
+// flushPaths brings the entries of every dirty path up to date.
+func (c *Conn) flushPaths() {
+	for i, p := range c.agg.dirty {
+		p.agg.dirty = false
+		c.refreshPath(p)
+		c.agg.dirty[i] = nil
+	}
+	c.agg.dirty = c.agg.dirty[:0]
+}
+
+func (c *Conn) refreshPath(p *txPath) {
+	a := &c.agg
+	busy := !p.failed && p.inUse > 0
+	deadline, progress, srtt, fresh := Never, Never, Never, Never
+	switch {
+	case p.failed:
+		deadline = p.reprobeAt
+	case busy && p.hasRTT:
+		deadline = p.lastProgress.Add(p.rto(&c.ep.cfg, &c.rtt))
+		progress = p.lastProgress
+	}
+	if p.hasRTT && !p.failed {
+		srtt = Time(p.srtt)
+	}
+	if busy && !p.hasRTT && p.timeouts == 0 {
+		fresh = p.lastProgress
+	}
+	p.agg.fresh.Deadline = int64(fresh)
+	a.fresh.Set(p)
+	p.agg.deadline.Deadline = int64(deadline)
+	a.deadlines.Set(p)
+	p.agg.progress.Deadline = int64(progress)
+	a.progress.Set(p)
+	p.agg.srtt.Deadline = int64(srtt)
+	a.srtts.Set(p)
+	if in := p.agg.noRTT > 0; in != (busy && !p.hasRTT && p.timeouts > 0) {
+		if !in {
+			a.noRTT = append(a.noRTT, p)
+			p.agg.noRTT = len(a.noRTT)
+		} else {
+			i, last := p.agg.noRTT-1, len(a.noRTT)-1
+			a.noRTT[i] = a.noRTT[last]
+			a.noRTT[i].agg.noRTT = i + 1
+			a.noRTT[last] = nil
+			a.noRTT = a.noRTT[:last]
+			p.agg.noRTT = 0
+		}
+	}
+}
+
+// allPathsChanged marks every path (after something that changed them all).
+func (c *Conn) allPathsChanged() {
+	for i := range c.tx {
+		c.pathChanged(&c.tx[i])
+	}
+}
+
+// pathDeadline is the earliest deadline of c's paths (Never if none).
+func (c *Conn) pathDeadline() Time {
+	c.flushPaths()
+	a := &c.agg
+	d := Never
+	if a.deadlines.Len() > 0 {
+		d = Time(a.deadlines.Min())
+	}
+	if a.progress.Len() > 0 && c.starved() && c.rtt.hasRTT {
+		cfg := &c.ep.cfg
+		h := max(cfg.MinRTO, c.rtt.srtt+4*c.rtt.rttvar+cfg.AckDelay)
+		d = min(d, Time(a.progress.Min()).Add(h))
+	}
+	if a.fresh.Len() > 0 {
+		// They share one RTO: the first to make progress is due first.
+		p := a.fresh.Peek()
+		d = min(d, p.lastProgress.Add(c.pathRTO(p)))
+	}
+	for _, p := range a.noRTT {
+		d = min(d, p.lastProgress.Add(c.pathRTO(p)))
+	}
+	return d
+}
+
+// fastestPath is fastestSRTT from the aggregate.
+func (c *Conn) fastestPath() time.Duration {
+	c.flushPaths()
+	if c.agg.srtts.Len() == 0 {
+		return 0
+	}
+	return time.Duration(c.agg.srtts.Min())
+}
+
+// ackChanged brings r's entry up to date after its ACK state changed.
+func (c *Conn) ackChanged(r *rxPath) {
+	a := &c.agg
+	ready := r.queued && (r.ackNow || r.agg.expired)
+	if ready != r.agg.counted {
+		r.agg.counted = ready
+		if ready {
+			a.acksReady++
+		} else {
+			a.acksReady--
+		}
+	}
+	due := Never
+	if r.queued && !ready {
+		due = r.ackDue
+	}
+	r.agg.due.Deadline = int64(due)
+	a.acksDue.Set(r)
+}
+
+// acksDueBy moves the ACKs due at now to the ready count and returns the
+// earliest due time of the others (Never if none).
+func (c *Conn) acksDueBy(now Time) Time {
+	a := &c.agg
+	for a.acksDue.Len() > 0 && Time(a.acksDue.Min()) <= now {
+		r := a.acksDue.PopMin()
+		r.agg.expired = true
+		c.ackChanged(r)
+	}
+	if a.acksDue.Len() == 0 {
+		return Never
+	}
+	return Time(a.acksDue.Min())
+}
+
+// streamChanged brings q's entry up to date after q joined or left the
+// active round robin or its back-off changed.
+func (c *Conn) streamChanged(q *QueuePair) {
+	a := &c.agg
+	free := q.active && q.agg.free
+	if free != q.agg.counted {
+		q.agg.counted = free
+		if free {
+			a.streamsFree++
+		} else {
+			a.streamsFree--
+		}
+	}
+	until := Never
+	if q.active && !q.agg.free {
+		until = q.blockedUntil
+	}
+	q.agg.blocked.Deadline = int64(until)
+	a.streamsBlocked.Set(q)
+}
+
+// streamsBlockedBy moves the streams whose back-off ended by now to the
+// free count and returns the earliest end of the others (Never if none).
+func (c *Conn) streamsBlockedBy(now Time) Time {
+	a := &c.agg
+	for a.streamsBlocked.Len() > 0 && Time(a.streamsBlocked.Min()) <= now {
+		q := a.streamsBlocked.PopMin()
+		q.agg.free = true
+		c.streamChanged(q)
+	}
+	if a.streamsBlocked.Len() == 0 {
+		return Never
+	}
+	return Time(a.streamsBlocked.Min())
+}
+
+// Test hooks (nil outside the white-box tests): they compare each
+// aggregate with the walk over everything it replaces.
+var (
+	checkDeadline func(c *Conn, now, d Time, ready bool)
+	checkFastest  func(c *Conn, fastest time.Duration)
+	checkAckDue   func(c *Conn, now Time, due bool)
+)
