@@ -124,6 +124,7 @@ func (c *Conn) refreshPath(p *txPath) {
 	}
 	p.agg.fresh.Deadline = int64(fresh)
 	a.fresh.Set(p)
+	c.picker.weigh(int(p.id), pathWeight(p))
 	p.agg.deadline.Deadline = int64(deadline)
 	a.deadlines.Set(p)
 	p.agg.progress.Deadline = int64(progress)
@@ -262,4 +263,5 @@ var (
 	checkDeadline func(c *Conn, now, d Time, ready bool)
 	checkFastest  func(c *Conn, fastest time.Duration)
 	checkAckDue   func(c *Conn, now Time, due bool)
+	checkPick     func(c *Conn, plane, chosen int)
 )

@@ -18,9 +18,9 @@ func init() { SetAggregateChecks(true) }
 func SetAggregateChecks(on bool) (was bool) {
 	was = checkDeadline != nil
 	if on {
-		checkDeadline, checkFastest, checkAckDue = checkDeadlineWalk, checkFastestWalk, checkAckDueWalk
+		checkDeadline, checkFastest, checkAckDue, checkPick = checkDeadlineWalk, checkFastestWalk, checkAckDueWalk, checkPickWalk
 	} else {
-		checkDeadline, checkFastest, checkAckDue = nil, nil, nil
+		checkDeadline, checkFastest, checkAckDue, checkPick = nil, nil, nil, nil
 	}
 	return was
 }
@@ -49,6 +49,51 @@ func checkAckDueWalk(c *Conn, now Time, due bool) {
 	}
 	if w != due {
 		panic(fmt.Sprintf("metaroce: conn %d at %d: aggregate ACK due %v, the walk %v", c.local, now, due, w))
+	}
+}
+
+// walkCredits are the credits of each connection's paths as the walking
+// picker (walkPick) keeps them.
+var walkCredits = map[*Conn][]int{}
+
+// walkPick is the picker that adds every path's weight to its credit on
+// every pick: what PathPicker must choose.
+func walkPick(credit []int, paths []txPath, plane int) int {
+	best, total := -1, 0
+	for i := range paths {
+		if plane != anyPlane && int(paths[i].plane) != plane {
+			continue
+		}
+		r := paths[i].room()
+		if r <= 0 {
+			continue
+		}
+		r = max(1, r*paths[i].speed/speedOne)
+		total += r
+		credit[i] += r
+		if best < 0 || credit[i] > credit[best] {
+			best = i
+		}
+	}
+	if best >= 0 {
+		credit[best] -= total
+	}
+	return best
+}
+
+func checkPickWalk(c *Conn, plane, chosen int) {
+	credit := walkCredits[c]
+	if credit == nil {
+		credit = make([]int, len(c.tx))
+		walkCredits[c] = credit
+	}
+	if w := walkPick(credit, c.tx, plane); w != chosen {
+		panic(fmt.Sprintf("metaroce: conn %d plane %d: picker chose %d, the walk %d", c.local, plane, chosen, w))
+	}
+	for i := range credit {
+		if got := c.picker.credit(i); got != int64(credit[i]) {
+			panic(fmt.Sprintf("metaroce: conn %d path %d: picker credit %d, the walk's %d", c.local, i, got, credit[i]))
+		}
 	}
 }
 
@@ -134,7 +179,7 @@ func (c *Conn) walkDeadline(now Time) (d Time, ready bool) {
 // TestAggregatesChecked makes sure the checks above are on, so that the
 // other tests cannot pass without them.
 func TestAggregatesChecked(t *testing.T) {
-	if checkDeadline == nil || checkFastest == nil || checkAckDue == nil {
+	if checkDeadline == nil || checkFastest == nil || checkAckDue == nil || checkPick == nil {
 		t.Fatal("aggregate checks are off")
 	}
 }

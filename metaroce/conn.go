@@ -234,7 +234,8 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 		c.tx[i] = newTxPath(PathID(i), entropy, PlaneID(i%c.planes), cfg.PathWindow)
 		c.rx[i] = rxPath{ackDue: Never, c: &c.tx[i].c}
 	}
-	c.picker.reset(c.paths)
+	c.picker.reset(c.tx, c.planes)
+	c.allPathsChanged() // every path starts with room: the picker weighs them
 	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,
 		jitter: uint64(c.local)*0x9e3779b97f4a7c15 ^ uint64(c.ep.cfg.Node)<<32}
 	c.state = connEstablished

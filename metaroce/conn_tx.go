@@ -333,6 +333,15 @@ func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
 	return TxMeta{}, false
 }
 
+// pick runs the picker on plane.
+func (c *Conn) pick(plane int) int {
+	i := c.picker.pick(plane)
+	if checkPick != nil {
+		checkPick(c, plane, i)
+	}
+	return i
+}
+
 // nextToSegment returns the first message of q with packets left to build.
 func (q *QueuePair) nextToSegment() *txMsg {
 	for q.segIdx < q.sq.Len() {
@@ -391,8 +400,9 @@ func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
 // When the backend reports which ports have room (PlaneSteering), planes
 // whose port is backed up are tried only after every ready one.
 func (c *Conn) pickPath() int {
+	c.flushPaths() // the picker's weights follow the paths' room
 	if c.planes <= 1 {
-		return c.picker.pick(c.tx, anyPlane)
+		return c.pick(anyPlane)
 	}
 	mask := c.ep.ready1
 	if mask != 0 {
@@ -401,7 +411,7 @@ func (c *Conn) pickPath() int {
 			if mask&(1<<pl) == 0 {
 				continue
 			}
-			if pi := c.picker.pick(c.tx, pl); pi >= 0 {
+			if pi := c.pick(pl); pi >= 0 {
 				return pi
 			}
 		}
@@ -411,7 +421,7 @@ func (c *Conn) pickPath() int {
 		if mask != 0 && mask&(1<<pl) != 0 {
 			continue // tried above
 		}
-		if pi := c.picker.pick(c.tx, pl); pi >= 0 {
+		if pi := c.pick(pl); pi >= 0 {
 			return pi
 		}
 	}

@@ -1,5 +1,7 @@
 package metaroce
 
+import "github.com/metaroce/metaroce/internal/queue"
+
 // PathPicker chooses the path for each new packet. It is the one piece of
 // the spraying policy; the congestion-control work replaces its weights
 // with live telemetry (RTT, ECN, utilisation).
@@ -12,10 +14,9 @@ package metaroce
 // RTT has risen (a queue on its route, a slow link) before ECN marks or
 // losses have cut its window.
 type PathPicker struct {
-	credit []int
+	entries []pickEntry // one per path
+	planes  []pickPlane // by plane id (one when the connection has one plane)
 }
-
-func (pp *PathPicker) reset(n int) { pp.credit = make([]int, n) }
 
 // speedOne is the speed of a path as fast as the connection's fastest.
 const speedOne = 256
@@ -23,29 +24,148 @@ const speedOne = 256
 // anyPlane asks pick for a path on whatever plane.
 const anyPlane = -1
 
-// pick returns the index of the chosen path among those on plane (or on
-// any plane, for anyPlane), or -1 when none of them has room.
-func (pp *PathPicker) pick(paths []txPath, plane int) int {
-	best, total := -1, 0
+// maxPickWeight bounds a path's weight: room (at most SackBits) scaled by
+// a speed of at most speedOne.
+const maxPickWeight = SackBits
+
+// The picker does not add every path's weight to its credit on every pick
+// (a walk over every path per packet). While a path's weight w stays the
+// same, its credit after the plane's n-th pick is a + w·n, so only a
+// change of weight (a path's room or speed, which only the path's own
+// events change: Conn.pathChanged) folds the credit into a new a. The
+// path with the highest credit is, for each weight, the one with the
+// highest a (then the lowest index), so one heap per weight in use finds
+// it: a pick costs the number of distinct weights, at most the path window,
+// whatever the number of paths, and chooses exactly what adding every
+// weight to every credit chose.
+type pickEntry struct {
+	idx   int // the path's index
+	plane int
+	w     int   // weight while the path has room; 0: no room, a is its credit
+	a     int64 // credit = a + w·n (n: its plane's picks so far)
+	t     queue.Timer
+}
+
+type pickPlane struct {
+	n      int64 // picks so far
+	sum    int   // the weights of the paths with room
+	groups []pickGroup
+	group  [maxPickWeight + 1]int16 // weight -> index in groups + 1
+}
+
+// pickGroup holds the paths of one weight, highest a first.
+type pickGroup struct {
+	w int
+	h queue.TimerHeap[*pickEntry]
+}
+
+// pickKey orders a group's heap: highest a first, then lowest path index
+// (the walk's tie-break). |a| stays below about 2^41 (pickRebase), so the
+// key cannot overflow.
+func pickKey(a int64, i int) int64 { return -a*(MaxPaths+1) + int64(i) }
+
+// pickRebase is the number of a plane's picks after which its credits are
+// rewritten for n = 0, so that a + w·n stays small.
+const pickRebase = 1 << 32
+
+func (pp *PathPicker) reset(paths []txPath, planes int) {
+	pp.entries = make([]pickEntry, len(paths))
+	pp.planes = make([]pickPlane, max(planes, 1))
 	for i := range paths {
-		if plane != anyPlane && int(paths[i].plane) != plane {
+		pp.entries[i] = pickEntry{idx: i, plane: int(paths[i].plane)}
+	}
+}
+
+// credit is path i's credit now.
+func (pp *PathPicker) credit(i int) int64 {
+	e := &pp.entries[i]
+	return e.a + int64(e.w)*pp.planes[e.plane].n
+}
+
+// weigh gives path i weight w (0: no room) from now on.
+func (pp *PathPicker) weigh(i, w int) {
+	e := &pp.entries[i]
+	if e.w == w {
+		return
+	}
+	pl := &pp.planes[e.plane]
+	credit := pp.credit(i)
+	if e.w > 0 {
+		pl.groups[pl.group[e.w]-1].h.Remove(e)
+		pl.sum -= e.w
+	}
+	e.w, e.a = w, credit
+	if w > 0 {
+		e.a = credit - int64(w)*pl.n
+		g := pl.group[w]
+		if g == 0 {
+			pl.groups = append(pl.groups, pickGroup{w: w,
+				h: queue.NewTimerHeap(func(e *pickEntry) *queue.Timer { return &e.t })})
+			g = int16(len(pl.groups))
+			pl.group[w] = g
+		}
+		e.t.Deadline = pickKey(e.a, i)
+		pl.groups[g-1].h.Set(e)
+		pl.sum += w
+	}
+}
+
+// pathWeight is p's spraying weight: its room scaled by its speed (0 when
+// it has no room).
+func pathWeight(p *txPath) int {
+	r := p.room()
+	if r <= 0 {
+		return 0
+	}
+	return max(1, r*p.speed/speedOne)
+}
+
+// pick returns the index of the chosen path among those on plane (or on
+// any plane, for anyPlane: the connection has one), or -1 when none of
+// them has room.
+func (pp *PathPicker) pick(plane int) int {
+	if plane == anyPlane {
+		plane = 0
+	}
+	pl := &pp.planes[plane]
+	if pl.sum == 0 {
+		return -1
+	}
+	pl.n++
+	best, bestCredit := -1, int64(0)
+	var bestEntry *pickEntry
+	for gi := range pl.groups {
+		g := &pl.groups[gi]
+		if g.h.Len() == 0 {
 			continue
 		}
-		r := paths[i].room()
-		if r <= 0 {
-			continue
-		}
-		r = max(1, r*paths[i].speed/speedOne)
-		total += r
-		pp.credit[i] += r
-		if best < 0 || pp.credit[i] > pp.credit[best] {
-			best = i
+		e := g.h.Peek()
+		i := e.idx
+		c := e.a + int64(g.w)*pl.n
+		if best < 0 || c > bestCredit || (c == bestCredit && i < best) {
+			best, bestCredit, bestEntry = i, c, e
 		}
 	}
-	if best >= 0 {
-		pp.credit[best] -= total
+	bestEntry.a -= int64(pl.sum)
+	bestEntry.t.Deadline = pickKey(bestEntry.a, best)
+	pl.groups[pl.group[bestEntry.w]-1].h.Set(bestEntry)
+	if pl.n >= pickRebase {
+		pp.rebase(plane)
 	}
 	return best
+}
+
+// rebase rewrites plane's credits for n = 0.
+func (pp *PathPicker) rebase(plane int) {
+	pl := &pp.planes[plane]
+	for i := range pp.entries {
+		if e := &pp.entries[i]; e.plane == plane && e.w > 0 {
+			e.a += int64(e.w) * pl.n
+			e.t.Deadline = pickKey(e.a, i)
+			pl.groups[pl.group[e.w]-1].h.Set(e)
+		}
+	}
+	pl.n = 0
 }
 
 // updateSpeed sets p's spraying speed after an RTT sample: relative to the
