@@ -38,11 +38,11 @@ import (
 // endpoint's times never go backwards.
 type connAgg struct {
 	dirty     []*txPath
-	deadlines queue.TimerHeap[*txPath] // failed: reprobeAt; busy with a sample: lastProgress + rto
-	progress  queue.TimerHeap[*txPath] // busy with a sample: lastProgress
-	srtts     queue.TimerHeap[*txPath] // not failed, with a sample: srtt
-	fresh     queue.TimerHeap[*txPath] // busy, not failed, no sample, no timeout: lastProgress
-	noRTT     []*txPath                // busy, not failed, no sample, after a timeout
+	deadlines idxHeap   // failed: reprobeAt; busy with a sample: lastProgress + rto
+	progress  idxHeap   // busy with a sample: lastProgress
+	srtts     idxHeap   // not failed, with a sample: srtt
+	fresh     idxHeap   // busy, not failed, no sample, no timeout: lastProgress
+	noRTT     []*txPath // busy, not failed, no sample, after a timeout
 
 	acksReady int                      // queued ACKs with ackNow or past their due time
 	acksDue   queue.TimerHeap[*rxPath] // the other queued ACKs, by ackDue
@@ -53,10 +53,8 @@ type connAgg struct {
 
 // pathAgg is a path's part of connAgg.
 type pathAgg struct {
-	dirty              bool
-	deadline, progress queue.Timer
-	srtt, fresh        queue.Timer
-	noRTT              int // position in connAgg.noRTT + 1; 0 = not there
+	dirty bool
+	noRTT int // position in connAgg.noRTT + 1; 0 = not there
 }
 
 // ackAgg is a pending ACK's part of connAgg.
@@ -76,13 +74,15 @@ type streamAgg struct {
 // reset empties the aggregates for a connection whose paths are c.tx.
 func (a *connAgg) reset() {
 	*a = connAgg{
-		deadlines:      queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.deadline }),
-		progress:       queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.progress }),
-		srtts:          queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.srtt }),
-		fresh:          queue.NewTimerHeap(func(p *txPath) *queue.Timer { return &p.agg.fresh }),
 		acksDue:        queue.NewTimerHeap(func(r *rxPath) *queue.Timer { return &r.agg.due }),
 		streamsBlocked: queue.NewTimerHeap(func(q *QueuePair) *queue.Timer { return &q.agg.blocked }),
 	}
+}
+
+// resetPaths sizes the path aggregates for n paths.
+func (a *connAgg) resetPaths(n int) {
+	a.deadlines, a.progress = newIdxHeap(n, nil), newIdxHeap(n, nil)
+	a.srtts, a.fresh = newIdxHeap(n, nil), newIdxHeap(n, nil)
 }
 
 // pathChanged marks p for a refresh of its entries at the next flush. Call
@@ -122,15 +122,12 @@ func (c *Conn) refreshPath(p *txPath) {
 	if busy && !p.hasRTT && p.timeouts == 0 {
 		fresh = p.lastProgress
 	}
-	p.agg.fresh.Deadline = int64(fresh)
-	a.fresh.Set(p)
+	id := int(p.id)
+	a.fresh.Set(id, int64(fresh))
 	c.picker.weigh(int(p.id), pathWeight(p))
-	p.agg.deadline.Deadline = int64(deadline)
-	a.deadlines.Set(p)
-	p.agg.progress.Deadline = int64(progress)
-	a.progress.Set(p)
-	p.agg.srtt.Deadline = int64(srtt)
-	a.srtts.Set(p)
+	a.deadlines.Set(id, int64(deadline))
+	a.progress.Set(id, int64(progress))
+	a.srtts.Set(id, int64(srtt))
 	if in := p.agg.noRTT > 0; in != (busy && !p.hasRTT && p.timeouts > 0) {
 		if !in {
 			a.noRTT = append(a.noRTT, p)
@@ -168,7 +165,7 @@ func (c *Conn) pathDeadline() Time {
 	}
 	if a.fresh.Len() > 0 {
 		// They share one RTO: the first to make progress is due first.
-		p := a.fresh.Peek()
+		p := &c.tx[a.fresh.Top()]
 		d = min(d, p.lastProgress.Add(c.pathRTO(p)))
 	}
 	for _, p := range a.noRTT {

@@ -222,8 +222,12 @@ func BenchmarkPacketPath(b *testing.B) {
 			b.SetBytes(ppMTU)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cpuTime()
 			pp.run(b.N)
 			b.StopTimer()
+			if cpu > 0 {
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			}
 			pp.check()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
 		})

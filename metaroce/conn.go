@@ -234,6 +234,7 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 		c.tx[i] = newTxPath(PathID(i), entropy, PlaneID(i%c.planes), cfg.PathWindow)
 		c.rx[i] = rxPath{ackDue: Never, c: &c.tx[i].c}
 	}
+	c.agg.resetPaths(c.paths)
 	c.picker.reset(c.tx, c.planes)
 	c.allPathsChanged() // every path starts with room: the picker weighs them
 	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,

@@ -1,7 +1,5 @@
 package metaroce
 
-import "github.com/metaroce/metaroce/internal/queue"
-
 // PathPicker chooses the path for each new packet. It is the one piece of
 // the spraying policy; the congestion-control work replaces its weights
 // with live telemetry (RTT, ECN, utilisation).
@@ -39,11 +37,9 @@ const maxPickWeight = SackBits
 // whatever the number of paths, and chooses exactly what adding every
 // weight to every credit chose.
 type pickEntry struct {
-	idx   int // the path's index
 	plane int
 	w     int   // weight while the path has room; 0: no room, a is its credit
 	a     int64 // credit = a + w·n (n: its plane's picks so far)
-	t     queue.Timer
 }
 
 type pickPlane struct {
@@ -51,12 +47,13 @@ type pickPlane struct {
 	sum    int   // the weights of the paths with room
 	groups []pickGroup
 	group  [maxPickWeight + 1]int16 // weight -> index in groups + 1
+	pos    []int32                  // the groups' heap positions, by path (a path is in one group at most)
 }
 
 // pickGroup holds the paths of one weight, highest a first.
 type pickGroup struct {
 	w int
-	h queue.TimerHeap[*pickEntry]
+	h idxHeap // path indexes by pickKey
 }
 
 // pickKey orders a group's heap: highest a first, then lowest path index
@@ -71,8 +68,11 @@ const pickRebase = 1 << 32
 func (pp *PathPicker) reset(paths []txPath, planes int) {
 	pp.entries = make([]pickEntry, len(paths))
 	pp.planes = make([]pickPlane, max(planes, 1))
+	for i := range pp.planes {
+		pp.planes[i].pos = make([]int32, len(paths))
+	}
 	for i := range paths {
-		pp.entries[i] = pickEntry{idx: i, plane: int(paths[i].plane)}
+		pp.entries[i] = pickEntry{plane: int(paths[i].plane)}
 	}
 }
 
@@ -91,7 +91,7 @@ func (pp *PathPicker) weigh(i, w int) {
 	pl := &pp.planes[e.plane]
 	credit := pp.credit(i)
 	if e.w > 0 {
-		pl.groups[pl.group[e.w]-1].h.Remove(e)
+		pl.groups[pl.group[e.w]-1].h.Remove(i)
 		pl.sum -= e.w
 	}
 	e.w, e.a = w, credit
@@ -99,13 +99,11 @@ func (pp *PathPicker) weigh(i, w int) {
 		e.a = credit - int64(w)*pl.n
 		g := pl.group[w]
 		if g == 0 {
-			pl.groups = append(pl.groups, pickGroup{w: w,
-				h: queue.NewTimerHeap(func(e *pickEntry) *queue.Timer { return &e.t })})
+			pl.groups = append(pl.groups, pickGroup{w: w, h: newIdxHeap(len(pp.entries), pl.pos)})
 			g = int16(len(pl.groups))
 			pl.group[w] = g
 		}
-		e.t.Deadline = pickKey(e.a, i)
-		pl.groups[g-1].h.Set(e)
+		pl.groups[g-1].h.Set(i, pickKey(e.a, i))
 		pl.sum += w
 	}
 }
@@ -133,22 +131,20 @@ func (pp *PathPicker) pick(plane int) int {
 	}
 	pl.n++
 	best, bestCredit := -1, int64(0)
-	var bestEntry *pickEntry
 	for gi := range pl.groups {
 		g := &pl.groups[gi]
 		if g.h.Len() == 0 {
 			continue
 		}
-		e := g.h.Peek()
-		i := e.idx
-		c := e.a + int64(g.w)*pl.n
+		i := g.h.Top()
+		c := pp.entries[i].a + int64(g.w)*pl.n
 		if best < 0 || c > bestCredit || (c == bestCredit && i < best) {
-			best, bestCredit, bestEntry = i, c, e
+			best, bestCredit = i, c
 		}
 	}
-	bestEntry.a -= int64(pl.sum)
-	bestEntry.t.Deadline = pickKey(bestEntry.a, best)
-	pl.groups[pl.group[bestEntry.w]-1].h.Set(bestEntry)
+	e := &pp.entries[best]
+	e.a -= int64(pl.sum)
+	pl.groups[pl.group[e.w]-1].h.Set(best, pickKey(e.a, best))
 	if pl.n >= pickRebase {
 		pp.rebase(plane)
 	}
@@ -161,8 +157,7 @@ func (pp *PathPicker) rebase(plane int) {
 	for i := range pp.entries {
 		if e := &pp.entries[i]; e.plane == plane && e.w > 0 {
 			e.a += int64(e.w) * pl.n
-			e.t.Deadline = pickKey(e.a, i)
-			pl.groups[pl.group[e.w]-1].h.Set(e)
+			pl.groups[pl.group[e.w]-1].h.Set(i, pickKey(e.a, i))
 		}
 	}
 	pl.n = 0
