@@ -21,6 +21,7 @@ STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/stat
 help:
 	@echo "targets: deps build test bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
+	@echo "  make bench BENCH=PacketPath PKGS=./metaroce/   (metaroce per-packet cost: paths x streams x connections)"
 	@echo "  make fuzz FUZZTIME=30s"
 
 deps:
