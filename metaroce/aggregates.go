@@ -44,8 +44,8 @@ type connAgg struct {
 	fresh     idxHeap   // busy, not failed, no sample, no timeout: lastProgress
 	noRTT     []*txPath // busy, not failed, no sample, after a timeout
 
-	acksReady int                      // queued ACKs with ackNow or past their due time
-	acksDue   queue.TimerHeap[*rxPath] // the other queued ACKs, by ackDue
+	acksReady int     // queued ACKs with ackNow or past their due time
+	acksDue   idxHeap // the other queued ACKs (by path), by ackDue
 
 	streamsFree    int                         // active streams past their back-off
 	streamsBlocked queue.TimerHeap[*QueuePair] // the other active streams, by blockedUntil
@@ -59,7 +59,6 @@ type pathAgg struct {
 
 // ackAgg is a pending ACK's part of connAgg.
 type ackAgg struct {
-	due     queue.Timer
 	expired bool // its ackDue has passed (counted in acksReady)
 	counted bool // counted in acksReady
 }
@@ -74,7 +73,6 @@ type streamAgg struct {
 // reset empties the aggregates for a connection whose paths are c.tx.
 func (a *connAgg) reset() {
 	*a = connAgg{
-		acksDue:        queue.NewTimerHeap(func(r *rxPath) *queue.Timer { return &r.agg.due }),
 		streamsBlocked: queue.NewTimerHeap(func(q *QueuePair) *queue.Timer { return &q.agg.blocked }),
 	}
 }
@@ -83,6 +81,7 @@ func (a *connAgg) reset() {
 func (a *connAgg) resetPaths(n int) {
 	a.deadlines, a.progress = newIdxHeap(n, nil), newIdxHeap(n, nil)
 	a.srtts, a.fresh = newIdxHeap(n, nil), newIdxHeap(n, nil)
+	a.acksDue = newIdxHeap(n, nil)
 }
 
 // pathChanged marks p for a refresh of its entries at the next flush. Call
@@ -183,9 +182,11 @@ func (c *Conn) fastestPath() time.Duration {
 	return time.Duration(c.agg.srtts.Min())
 }
 
-// ackChanged brings r's entry up to date after its ACK state changed.
-func (c *Conn) ackChanged(r *rxPath) {
+// ackChanged brings path i's ACK entry up to date after its ACK state
+// changed.
+func (c *Conn) ackChanged(i PathID) {
 	a := &c.agg
+	r := &c.rx[i]
 	ready := r.queued && (r.ackNow || r.agg.expired)
 	if ready != r.agg.counted {
 		r.agg.counted = ready
@@ -199,8 +200,7 @@ func (c *Conn) ackChanged(r *rxPath) {
 	if r.queued && !ready {
 		due = r.ackDue
 	}
-	r.agg.due.Deadline = int64(due)
-	a.acksDue.Set(r)
+	a.acksDue.Set(int(i), int64(due))
 }
 
 // acksDueBy moves the ACKs due at now to the ready count and returns the
@@ -208,9 +208,9 @@ func (c *Conn) ackChanged(r *rxPath) {
 func (c *Conn) acksDueBy(now Time) Time {
 	a := &c.agg
 	for a.acksDue.Len() > 0 && Time(a.acksDue.Min()) <= now {
-		r := a.acksDue.PopMin()
-		r.agg.expired = true
-		c.ackChanged(r)
+		i := a.acksDue.Top()
+		c.rx[i].agg.expired = true
+		c.ackChanged(PathID(i))
 	}
 	if a.acksDue.Len() == 0 {
 		return Never

@@ -426,7 +426,7 @@ func (c *Conn) queueAck(now Time, i PathID, immediate bool) {
 		r.queued = true
 		c.ackList.Push(i)
 	}
-	c.ackChanged(r)
+	c.ackChanged(i)
 }
 
 // computeDeadline returns the earliest time the connection needs OnTimer.

@@ -166,7 +166,7 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 		count++
 		r.unacked, r.ackNow, r.ackDue, r.queued = 0, false, Never, false
 		r.agg.expired = false
-		c.ackChanged(r)
+		c.ackChanged(i)
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
 	n = SealCRC(buf, n)
