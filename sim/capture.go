@@ -24,8 +24,8 @@ type Frame struct {
 	Transmit bool // sent by the captured host (else received by it)
 }
 
-func (c *capture) packet(now mr.Time, s *Sim, p *packet, tx bool) {
+func (c *capture) packet(now mr.Time, f *Fabric, p *packet, tx bool) {
 	c.fn(now, Frame{Payload: p.buf[:p.n], SrcHost: int(p.src), DstHost: int(p.dst), Plane: int(p.plane),
-		SrcIP: hostIP(p.src, p.plane), DstIP: hostIP(p.dst, p.plane), SrcPort: p.sport, DstPort: s.dport,
+		SrcIP: hostIP(p.src, p.plane), DstIP: hostIP(p.dst, p.plane), SrcPort: p.sport, DstPort: f.dport,
 		ECT: p.ect, CE: p.ce, Transmit: tx})
 }

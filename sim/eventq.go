@@ -44,9 +44,14 @@ func (e *event) before(f *event) bool {
 type eventQueue struct {
 	h   []event
 	seq uint64
+	now mr.Time // the time of the event popped last: the run's clock
 }
 
 func (q *eventQueue) len() int { return len(q.h) }
+
+// Now is the run's virtual time: the time of the event being processed
+// (0 before the first). Only pop moves it, so it never goes backwards.
+func (q *eventQueue) Now() mr.Time { return q.now }
 
 // push schedules an event.
 func (q *eventQueue) push(at mr.Time, kind evKind, a, b int32) {
@@ -69,10 +74,12 @@ func (q *eventQueue) push(at mr.Time, kind evKind, a, b int32) {
 // peek returns the earliest event; the queue must not be empty.
 func (q *eventQueue) peek() *event { return &q.h[0] }
 
-// pop removes and returns the earliest event; the queue must not be empty.
+// pop removes and returns the earliest event and moves the clock to its
+// time; the queue must not be empty.
 func (q *eventQueue) pop() event {
 	h := q.h
 	top := h[0]
+	q.now = top.at
 	n := len(h) - 1
 	last := h[n]
 	h = h[:n]

@@ -15,8 +15,8 @@ topology: {leaves: 2, hosts_per_leaf: 1, spines: 4}
 // spine.
 func uplinkCounts(s *Sim) []uint64 {
 	var c []uint64
-	for _, li := range s.topo.sws[0].up {
-		c = append(c, s.links[li].txPackets)
+	for _, li := range s.fab.topo.sws[0].up {
+		c = append(c, s.fab.links[li].txPackets)
 	}
 	return c
 }
@@ -78,9 +78,9 @@ topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, buffer: 10MiB, ecn: {mode: s
 	// packets after the first 2·K/size are marked.
 	require.Greater(t, marked, 150)
 	require.Less(t, marked, 195)
-	down := s.topo.sws[0].down[0]
-	require.EqualValues(t, marked, s.links[down].ceMarks)
-	require.Greater(t, s.links[down].peakQueue, int64(20<<10))
+	down := s.fab.topo.sws[0].down[0]
+	require.EqualValues(t, marked, s.fab.links[down].ceMarks)
+	require.Greater(t, s.fab.links[down].peakQueue, int64(20<<10))
 }
 
 // RED marks nothing below Kmin, everything above Kmax, and about
@@ -120,7 +120,7 @@ topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, buffer: 20KiB}
 		2: spaced(100, 1, 0, 200, 1, 0, 4000),
 	}
 	s, w := probeSim(t, yaml, script)
-	down := &s.links[s.topo.sws[0].down[0]]
+	down := &s.fab.links[s.fab.topo.sws[0].down[0]]
 	require.Greater(t, down.bufferDrops, uint64(50))
 	require.EqualValues(t, 200, uint64(len(w.hosts[0].got))+down.bufferDrops)
 	require.LessOrEqual(t, down.peakQueue, int64(20<<10))
@@ -155,12 +155,12 @@ func TestFabricFailedLinkDrops(t *testing.T) {
 	healthy, _ := probeSim(t, twoLeaves, script)
 	counts := uplinkCounts(healthy)
 	failed, w := probeSim(t, twoLeaves+"failures: [{link: \"p0:leaf0-spine1\", at: 0}]\n", script)
-	lost := failed.links[failed.topo.sws[0].up[1]].downDrops
+	lost := failed.fab.links[failed.fab.topo.sws[0].up[1]].downDrops
 	require.Equal(t, counts[1], lost, "every packet hashed onto spine 1 is dropped")
 	require.EqualValues(t, n-counts[1], len(w.hosts[1].got))
 	for _, r := range w.hosts[1].got {
 		k := flowKey{src: hostIP(0, 0), dst: hostIP(1, 0), sport: r.entropy, dport: 4794}
-		require.NotEqual(t, 1, ecmpPick(ecmpHash(failed.topo.sws[0].salt, k), 4), "port %d arrived over the failed spine", r.entropy)
+		require.NotEqual(t, 1, ecmpPick(ecmpHash(failed.fab.topo.sws[0].salt, k), 4), "port %d arrived over the failed spine", r.entropy)
 	}
 }
 
@@ -235,7 +235,7 @@ topology: {kind: back-to-back, planes: 2, link_delay: 2us}
 	require.EqualValues(t, 1, r.plane)
 	// 1066 B at 100 Gb/s (85.28 ns, rounded up) + 2 µs.
 	require.EqualValues(t, 2086, r.at)
-	require.Equal(t, 1, s.topo.maxHops)
+	require.Equal(t, 1, s.fab.topo.maxHops)
 }
 
 // Loss on one named link: everything crossing it is lost, nothing else;
@@ -245,7 +245,7 @@ func TestFabricPerLinkLoss(t *testing.T) {
 	s, w := probeSim(t, twoLeaves+"loss: {links: {\"p0:host1-leaf1\": 1}}\n", script)
 	require.Empty(t, w.hosts[1].got, "host 1's link loses everything, both ways")
 	require.Empty(t, w.hosts[0].got)
-	require.EqualValues(t, 200, s.fabricStats().lossDrops)
+	require.EqualValues(t, 200, s.fab.Stats().LossDrops)
 
 	e, err := Parse("x.yaml", []byte(twoLeaves+"loss: {links: {\"p0:host9-leaf1\": 1}}\nworkload: {kind: long-lived}\n"), nil)
 	require.NoError(t, err)

@@ -48,14 +48,14 @@ func (p *hostPort) pop() int32 {
 // waiting and no port holds its hard limit (2·txQueue): a port whose plane
 // the transport keeps choosing fills to the hard limit and then holds the
 // others back, as a NIC's shared send queue would.
-func (s *Sim) canPull(h *host) bool {
+func (f *Fabric) canPull(h *host) bool {
 	some := false
 	for i := range h.ports {
 		n := h.ports[i].n
 		if n >= len(h.ports[i].q) {
 			return false
 		}
-		if n < s.txQueue {
+		if n < f.txQueue {
 			some = true
 		}
 	}
@@ -65,158 +65,156 @@ func (s *Sim) canPull(h *host) bool {
 // kick moves packets from h's transport into its NIC ports while they
 // have room, starts idle ports, and re-arms h's timer. Every event that
 // touches a host's transport ends with it.
-func (s *Sim) kick(h *host) {
+func (f *Fabric) kick(h *host) {
 	h.dirty = false
 	steer, _ := h.tr.(mr.PlaneSteering)
-	for s.canPull(h) {
+	for f.canPull(h) {
 		if steer != nil && len(h.ports) > 1 {
 			// Tell the transport which NIC ports have room, as a NIC
 			// driver's per-queue TX state would.
 			var mask uint32
 			for i := range h.ports {
-				if h.ports[i].n < s.txQueue {
+				if h.ports[i].n < f.txQueue {
 					mask |= 1 << i
 				}
 			}
 			steer.SetReadyPlanes(mask)
 		}
-		pi := s.pool.get()
-		p := s.pool.at(pi)
-		meta, ok := h.tr.NextPacket(s.now, p.buf)
+		pi := f.pool.get()
+		p := f.pool.at(pi)
+		meta, ok := h.tr.NextPacket(f.q.Now(), p.buf)
 		if !ok {
-			s.pool.put(pi)
+			f.pool.put(pi)
 			break
 		}
-		if int(meta.Peer) >= len(s.hosts) || meta.Len <= 0 || meta.Len > len(p.buf) {
-			s.badPackets++
-			s.pool.put(pi)
+		if int(meta.Peer) >= len(f.hosts) || meta.Len <= 0 || meta.Len > len(p.buf) {
+			f.badPackets++
+			f.pool.put(pi)
 			continue
 		}
 		p.n = int32(meta.Len)
 		p.src, p.dst = h.id, int32(meta.Peer)
 		p.sport, p.plane = uint16(meta.Entropy), uint8(int(meta.Plane)%len(h.ports))
 		p.ce, p.ect = false, true
-		s.hostTx++
-		if s.tap != nil && s.tap.host == h.id {
-			s.tap.packet(s.now, s, p, true)
+		f.hostTx++
+		if f.tap != nil && f.tap.host == h.id {
+			f.tap.packet(f.q.Now(), f, p, true)
 		}
 		port := &h.ports[p.plane]
 		port.push(pi)
 		h.queued++
-		if !port.busy && !s.links[port.link].pfc.paused {
-			s.startTx(h, int(p.plane))
+		if !port.busy && !f.links[port.link].pfc.paused {
+			f.startTx(h, int(p.plane))
 		}
 	}
-	s.arm(h)
+	f.arm(h)
 }
 
 // startTx puts the next packet of port pi on the wire.
-func (s *Sim) startTx(h *host, pi int) {
+func (f *Fabric) startTx(h *host, pi int) {
 	port := &h.ports[pi]
 	pk := port.pop()
 	h.queued--
 	port.busy = true
-	l := &s.links[port.link]
-	b := s.pool.at(pk).wireBytes()
-	s.pfcNote(pfcTx, port.link, b)
-	arrive, _, _ := l.enqueue(int64(s.now)*1000, b, false)
-	s.q.push(mr.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(s.planes)+int32(pi), 0)
-	s.q.push(mr.Time(psToNs(arrive)), evArrive, port.link, pk)
+	l := &f.links[port.link]
+	b := f.pool.at(pk).wireBytes()
+	f.pfcNote(pfcTx, port.link, b)
+	arrive, _, _ := l.enqueue(int64(f.q.Now())*1000, b, false)
+	f.q.push(mr.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(f.planes)+int32(pi), 0)
+	f.q.push(mr.Time(psToNs(arrive)), evArrive, port.link, pk)
 }
 
 // txDone: port gp (host·planes+plane) finished a packet.
-func (s *Sim) txDone(gp int32) {
-	h := &s.hosts[gp/int32(s.planes)]
-	pi := int(gp % int32(s.planes))
+func (f *Fabric) txDone(gp int32) {
+	h := &f.hosts[gp/int32(f.planes)]
+	pi := int(gp % int32(f.planes))
 	port := &h.ports[pi]
 	port.busy = false
-	if port.n > 0 && !s.links[port.link].pfc.paused {
-		s.startTx(h, pi)
+	if port.n > 0 && !f.links[port.link].pfc.paused {
+		f.startTx(h, pi)
 	}
-	s.kick(h)
+	f.kick(h)
 }
 
 // arm makes sure an event is scheduled for h's transport deadline: only
 // an earlier deadline schedules a new event; when an early event fires and
 // finds the deadline moved later, onTimer re-arms for the new one.
-func (s *Sim) arm(h *host) {
+func (f *Fabric) arm(h *host) {
 	d := h.tr.NextDeadline()
 	if d >= h.timerAt {
 		return
 	}
-	at := max(d, s.now)
+	at := max(d, f.q.Now())
 	if at == h.firedAt {
 		// The transport asks for OnTimer again at the instant it just ran,
 		// against the contract (OnTimer leaves NextDeadline in the
 		// future): move on by a nanosecond rather than spin forever.
 		at++
-		s.timerSpins++
+		f.timerSpins++
 	}
 	h.timerGen++
 	h.timerAt = d
-	s.q.push(at, evTimer, h.id, h.timerGen)
+	f.q.push(at, evTimer, h.id, h.timerGen)
 }
 
-func (s *Sim) onTimer(hid, gen int32) {
-	h := &s.hosts[hid]
+func (f *Fabric) onTimer(hid, gen int32) {
+	h := &f.hosts[hid]
 	if gen != h.timerGen {
 		return // superseded by an earlier deadline
 	}
 	h.timerAt = mr.Never
-	if h.tr.NextDeadline() <= s.now {
-		h.firedAt = s.now
-		h.tr.OnTimer(s.now)
-		s.poll(h)
+	if h.tr.NextDeadline() <= f.q.Now() {
+		h.firedAt = f.q.Now()
+		h.tr.OnTimer(f.q.Now())
+		f.poll(h)
 	}
-	s.kick(h)
+	f.kick(h)
 }
 
 // deliver hands packet pi to its destination host.
-func (s *Sim) deliver(pi int32) {
-	p := s.pool.at(pi)
-	h := &s.hosts[p.dst]
-	if s.tap != nil && s.tap.host == h.id {
-		s.tap.packet(s.now, s, p, false)
+func (f *Fabric) deliver(pi int32) {
+	p := f.pool.at(pi)
+	h := &f.hosts[p.dst]
+	if f.tap != nil && f.tap.host == h.id {
+		f.tap.packet(f.q.Now(), f, p, false)
 	}
-	s.hostRx++
-	h.tr.Receive(s.now, p.buf[:p.n], mr.RxMeta{Peer: mr.PeerHandle(p.src), Plane: mr.PlaneID(p.plane), CE: p.ce})
-	s.pool.put(pi)
-	s.poll(h)
-	s.kick(h)
+	f.hostRx++
+	h.tr.Receive(f.q.Now(), p.buf[:p.n], mr.RxMeta{Peer: mr.PeerHandle(p.src), Plane: mr.PlaneID(p.plane), CE: p.ce})
+	f.pool.put(pi)
+	f.poll(h)
+	f.kick(h)
 }
 
-// poll passes h's completions to the workload; hosts the workload posted
-// work on are kicked right after (the application's posts happen between
-// transport calls, never inside one).
-func (s *Sim) poll(h *host) {
-	s.world.Poll(s.now, int(h.id), s.sink)
-	s.flushDirty(h)
+// poll gives h's application its turn (it takes h's completions and may
+// post work); hosts it posted work on are kicked right after (the
+// application's posts happen between transport calls, never inside one).
+func (f *Fabric) poll(h *host) {
+	f.app(int(h.id))
+	f.flushDirty(h)
 }
 
-func (s *Sim) onCompletion(c Completion) {
-	if !c.OK {
-		s.failedWRs++
-	}
-	s.wl.completion(s, c)
-}
-
-// posted marks host hid as having new work to send.
-func (s *Sim) posted(hid int) {
-	h := &s.hosts[hid]
+// Posted marks host hid as having new work to send: it is kicked once the
+// current event is done with the transports.
+func (f *Fabric) Posted(hid int) {
+	h := &f.hosts[hid]
 	if !h.dirty {
 		h.dirty = true
-		s.dirty = append(s.dirty, int32(hid))
+		f.dirty = append(f.dirty, int32(hid))
 	}
 }
+
+// FlushDirty kicks every host with new work (Posted): the application,
+// having posted outside any poll, lets them send.
+func (f *Fabric) FlushDirty() { f.flushDirty(nil) }
 
 // flushDirty kicks every host with new work except skip, which the caller
 // kicks itself.
-func (s *Sim) flushDirty(skip *host) {
-	for len(s.dirty) > 0 {
-		hid := s.dirty[len(s.dirty)-1]
-		s.dirty = s.dirty[:len(s.dirty)-1]
-		if h := &s.hosts[hid]; h != skip && h.dirty {
-			s.kick(h)
+func (f *Fabric) flushDirty(skip *host) {
+	for len(f.dirty) > 0 {
+		hid := f.dirty[len(f.dirty)-1]
+		f.dirty = f.dirty[:len(f.dirty)-1]
+		if h := &f.hosts[hid]; h != skip && h.dirty {
+			f.kick(h)
 		}
 	}
 }

@@ -98,44 +98,44 @@ type pfcState struct {
 
 // setupPFC turns lossless mode on for the run: every link into a switch
 // gets its ingress allowance. maxFrame is the largest frame on the wire.
-func (s *Sim) setupPFC(maxFrame int64) {
-	c := &s.cfg.Topology.PFC
+func (f *Fabric) setupPFC(maxFrame int64) {
+	c := &f.pfcCfg
 	if !c.Enabled {
 		return
 	}
-	s.pfc = pfcState{on: true, xoff: int64(c.Xoff), xon: int64(c.Xon)}
-	for i := range s.links {
-		l := &s.links[i]
-		if int(l.to) < len(s.hosts) {
+	f.pfc = pfcState{on: true, xoff: int64(c.Xoff), xon: int64(c.Xon)}
+	for i := range f.links {
+		l := &f.links[i]
+		if int(l.to) < len(f.hosts) {
 			continue // hosts have no receive queue and never pause
 		}
 		inFlight := int64(float64(l.delayPs)/l.psPerByte) + 1
-		l.pfc.limit = s.pfc.xoff + 2*inFlight + 3*maxFrame
+		l.pfc.limit = f.pfc.xoff + 2*inFlight + 3*maxFrame
 	}
 }
 
 // pfcForward takes packet pi, which arrived on link in at a switch, into
 // the switch: it counts against in, may pause in's sender, and joins the
 // FIFO of output port out.
-func (s *Sim) pfcForward(in, out, pi int32) {
-	p := s.pool.at(pi)
+func (f *Fabric) pfcForward(in, out, pi int32) {
+	p := f.pool.at(pi)
 	b := p.wireBytes()
-	il := &s.links[in]
+	il := &f.links[in]
 	if il.pfc.inBytes+b > il.pfc.limit {
 		il.pfc.overflowed++
-		s.pool.put(pi)
+		f.pool.put(pi)
 		return
 	}
 	il.pfc.inBytes += b
 	p.in = in
-	if !il.pfc.xoffSent && il.pfc.inBytes >= s.pfc.xoff {
+	if !il.pfc.xoffSent && il.pfc.inBytes >= f.pfc.xoff {
 		il.pfc.xoffSent = true
 		il.pfc.pauses++
-		s.pfcNote(pfcXoff, in, il.pfc.inBytes)
-		s.q.push(s.now+mr.Time(psToNs(il.delayPs)), evPause, in, 1)
+		f.pfcNote(pfcXoff, in, il.pfc.inBytes)
+		f.q.push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, in, 1)
 	}
-	ol := &s.links[out]
-	nowPs := int64(s.now) * 1000
+	ol := &f.links[out]
+	nowPs := int64(f.q.Now()) * 1000
 	q := ol.pfc.qBytes + ol.queued(nowPs)
 	if q > ol.peakQueue {
 		ol.peakQueue = q
@@ -152,99 +152,103 @@ func (s *Sim) pfcForward(in, out, pi int32) {
 	ol.pfc.q.push(pi)
 	ol.pfc.qBytes += b
 	if !ol.pfc.busy && !ol.pfc.paused {
-		s.pfcStart(out, nowPs)
+		f.pfcStart(out, nowPs)
 	}
 }
 
 // pfcStart puts the next packet of switch port li on the wire at atPs (or
 // when the wire is free, if later).
-func (s *Sim) pfcStart(li int32, atPs int64) {
-	l := &s.links[li]
+func (f *Fabric) pfcStart(li int32, atPs int64) {
+	l := &f.links[li]
 	pi := l.pfc.q.pop()
-	b := s.pool.at(pi).wireBytes()
+	b := f.pool.at(pi).wireBytes()
 	l.pfc.qBytes -= b
 	l.pfc.busy, l.pfc.cur = true, pi
 	l.freeAt = max(atPs, l.freeAt) + l.serPs(b)
-	s.pfcNote(pfcTx, li, b)
-	s.q.push(mr.Time(psToNs(l.freeAt)), evPortDone, li, 0)
-	s.q.push(mr.Time(psToNs(l.freeAt+l.delayPs)), evArrive, li, pi)
+	f.pfcNote(pfcTx, li, b)
+	f.q.push(mr.Time(psToNs(l.freeAt)), evPortDone, li, 0)
+	f.q.push(mr.Time(psToNs(l.freeAt+l.delayPs)), evArrive, li, pi)
 }
 
 // pfcPortDone: switch port li finished its packet, which has now left the
 // switch: its ingress link's count falls (and may resume that link's
 // sender), and the next packet starts unless the port is paused.
-func (s *Sim) pfcPortDone(li int32) {
-	l := &s.links[li]
+func (f *Fabric) pfcPortDone(li int32) {
+	l := &f.links[li]
 	l.pfc.busy = false
-	p := s.pool.at(l.pfc.cur)
-	il := &s.links[p.in]
+	p := f.pool.at(l.pfc.cur)
+	il := &f.links[p.in]
 	il.pfc.inBytes -= p.wireBytes()
-	if il.pfc.xoffSent && il.pfc.inBytes <= s.pfc.xon {
+	if il.pfc.xoffSent && il.pfc.inBytes <= f.pfc.xon {
 		il.pfc.xoffSent = false
-		s.pfcNote(pfcXon, p.in, il.pfc.inBytes)
-		s.q.push(s.now+mr.Time(psToNs(il.delayPs)), evPause, p.in, 0)
+		f.pfcNote(pfcXon, p.in, il.pfc.inBytes)
+		f.q.push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, p.in, 0)
 	}
 	if l.pfc.q.n > 0 && !l.pfc.paused {
-		s.pfcStart(li, l.freeAt) // back to back: no rounding gap
+		f.pfcStart(li, l.freeAt) // back to back: no rounding gap
 	}
 }
 
 // pfcPause: a PAUSE (on) or RESUME reaches link li's sender.
-func (s *Sim) pfcPause(li int32, on bool) {
-	l := &s.links[li]
+func (f *Fabric) pfcPause(li int32, on bool) {
+	l := &f.links[li]
 	if on == l.pfc.paused {
 		return
 	}
 	l.pfc.paused = on
 	if on {
-		l.pfc.pausedAt = s.now
-		s.pfcNote(pfcPaused, li, 0)
+		l.pfc.pausedAt = f.q.Now()
+		f.pfcNote(pfcPaused, li, 0)
 		return
 	}
-	l.pfc.pausedNs += int64(s.now - l.pfc.pausedAt)
-	s.pfcNote(pfcResumed, li, 0)
-	if int(l.from) < len(s.hosts) {
-		h := &s.hosts[l.from]
+	l.pfc.pausedNs += int64(f.q.Now() - l.pfc.pausedAt)
+	f.pfcNote(pfcResumed, li, 0)
+	if int(l.from) < len(f.hosts) {
+		h := &f.hosts[l.from]
 		pl := int(l.plane)
 		if port := &h.ports[pl]; !port.busy && port.n > 0 {
-			s.startTx(h, pl)
+			f.startTx(h, pl)
 		}
-		s.kick(h)
+		f.kick(h)
 		return
 	}
 	if !l.pfc.busy && l.pfc.q.n > 0 {
-		s.pfcStart(li, int64(s.now)*1000)
+		f.pfcStart(li, int64(f.q.Now())*1000)
 	}
 }
 
-func (s *Sim) pfcNote(ev pfcEvent, li int32, bytes int64) {
-	if s.pfc.trace != nil {
-		s.pfc.trace(s.now, ev, li, bytes)
+func (f *Fabric) pfcNote(ev pfcEvent, li int32, bytes int64) {
+	if f.pfc.trace != nil {
+		f.pfc.trace(f.q.Now(), ev, li, bytes)
 	}
 }
 
-// pfcStats sums the lossless-mode counters.
-type pfcStats struct {
-	pauses, overflowDrops uint64
-	pausedNs, maxPausedNs int64
-	pausedLinks           int
+// PFCStats are the lossless-mode counters, summed over the links.
+type PFCStats struct {
+	Pauses, OverflowDrops uint64
+	PausedNs, MaxPausedNs int64 // time links' senders spent paused: all links, and the longest one
+	PausedLinks           int
 }
 
-func (s *Sim) pfcStats() pfcStats {
-	var st pfcStats
-	for i := range s.links {
-		l := &s.links[i]
-		st.pauses += l.pfc.pauses
-		st.overflowDrops += l.pfc.overflowed
+// PFCStats sums the lossless-mode counters; ok is false when lossless
+// mode is off (the run has no such figures).
+func (f *Fabric) PFCStats() (st PFCStats, ok bool) {
+	if !f.pfc.on {
+		return st, false
+	}
+	for i := range f.links {
+		l := &f.links[i]
+		st.Pauses += l.pfc.pauses
+		st.OverflowDrops += l.pfc.overflowed
 		ns := l.pfc.pausedNs
 		if l.pfc.paused {
-			ns += int64(s.now - l.pfc.pausedAt)
+			ns += int64(f.q.Now() - l.pfc.pausedAt)
 		}
-		st.pausedNs += ns
-		st.maxPausedNs = max(st.maxPausedNs, ns)
+		st.PausedNs += ns
+		st.MaxPausedNs = max(st.MaxPausedNs, ns)
 		if l.pfc.pauses > 0 {
-			st.pausedLinks++
+			st.PausedLinks++
 		}
 	}
-	return st
+	return st, true
 }

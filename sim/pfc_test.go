@@ -21,8 +21,8 @@ func runPFCProbe(t *testing.T, yaml string, script map[int][]probeSend) (*Sim, *
 	t.Helper()
 	var log []pfcRecord
 	s, w := probeSimWith(t, yaml, script, func(s *Sim) {
-		require.True(t, s.pfc.on)
-		s.pfc.trace = func(at mr.Time, ev pfcEvent, link int32, bytes int64) {
+		require.True(t, s.fab.pfc.on)
+		s.fab.pfc.trace = func(at mr.Time, ev pfcEvent, link int32, bytes int64) {
 			log = append(log, pfcRecord{at, ev, link, bytes})
 		}
 	})
@@ -52,19 +52,19 @@ func checkPFCTrace(t *testing.T, s *Sim, log []pfcRecord) map[int32]bool {
 	paused := map[int32]bool{}
 	for _, r := range log {
 		ls := get(r.link)
-		delay := mr.Time(s.links[r.link].delayPs / 1000)
+		delay := mr.Time(s.fab.links[r.link].delayPs / 1000)
 		switch r.ev {
 		case pfcXoff:
-			require.GreaterOrEqual(t, r.bytes, s.pfc.xoff, "PAUSE sent below xoff on %s", s.links[r.link].name)
+			require.GreaterOrEqual(t, r.bytes, s.fab.pfc.xoff, "PAUSE sent below xoff on %s", s.fab.links[r.link].name)
 			ls.sentAt, ls.sentOn = append(ls.sentAt, r.at), append(ls.sentOn, true)
 		case pfcXon:
-			require.LessOrEqual(t, r.bytes, s.pfc.xon, "RESUME sent above xon on %s", s.links[r.link].name)
+			require.LessOrEqual(t, r.bytes, s.fab.pfc.xon, "RESUME sent above xon on %s", s.fab.links[r.link].name)
 			ls.sentAt, ls.sentOn = append(ls.sentAt, r.at), append(ls.sentOn, false)
 		case pfcPaused, pfcResumed:
 			on := r.ev == pfcPaused
-			require.NotEmpty(t, ls.sentAt, "%s: pause state changed with no frame sent", s.links[r.link].name)
+			require.NotEmpty(t, ls.sentAt, "%s: pause state changed with no frame sent", s.fab.links[r.link].name)
 			require.Equal(t, on, ls.sentOn[0])
-			require.Equal(t, ls.sentAt[0]+delay, r.at, "%s: the frame must take exactly one propagation delay", s.links[r.link].name)
+			require.Equal(t, ls.sentAt[0]+delay, r.at, "%s: the frame must take exactly one propagation delay", s.fab.links[r.link].name)
 			ls.sentAt, ls.sentOn = ls.sentAt[1:], ls.sentOn[1:]
 			ls.paused = on
 			if on {
@@ -72,7 +72,7 @@ func checkPFCTrace(t *testing.T, s *Sim, log []pfcRecord) map[int32]bool {
 				paused[r.link] = true
 			}
 		case pfcTx:
-			require.False(t, ls.paused, "%s started a packet at %d while paused (since %d)", s.links[r.link].name, r.at, ls.pausedAt)
+			require.False(t, ls.paused, "%s started a packet at %d while paused (since %d)", s.fab.links[r.link].name, r.at, ls.pausedAt)
 		}
 	}
 	return paused
@@ -94,21 +94,21 @@ topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, buffer: 20KiB, pfc: {enabled
 	}
 	s, w, log := runPFCProbe(t, yaml, script)
 	require.Len(t, w.hosts[0].got, 200, "lossless: every packet arrives")
-	f, ps := s.fabricStats(), s.pfcStats()
-	require.Zero(t, f.bufferDrops)
-	require.Zero(t, ps.overflowDrops)
+	f, ps := s.fab.Stats(), pfcStats(t, s)
+	require.Zero(t, f.BufferDrops)
+	require.Zero(t, ps.OverflowDrops)
 	paused := checkPFCTrace(t, s, log)
-	require.True(t, paused[s.topo.hostPorts[1][0]], "host 1's port was paused")
-	require.True(t, paused[s.topo.hostPorts[2][0]], "host 2's port was paused")
-	require.Greater(t, ps.pauses, uint64(2))
-	require.Greater(t, ps.maxPausedNs, int64(0))
-	for _, li := range []int32{s.topo.hostPorts[1][0], s.topo.hostPorts[2][0]} {
-		require.False(t, s.links[li].pfc.paused, "resumed by the end")
-		require.Zero(t, s.links[li].pfc.inBytes, "everything left the switch")
+	require.True(t, paused[s.fab.topo.hostPorts[1][0]], "host 1's port was paused")
+	require.True(t, paused[s.fab.topo.hostPorts[2][0]], "host 2's port was paused")
+	require.Greater(t, ps.Pauses, uint64(2))
+	require.Greater(t, ps.MaxPausedNs, int64(0))
+	for _, li := range []int32{s.fab.topo.hostPorts[1][0], s.fab.topo.hostPorts[2][0]} {
+		require.False(t, s.fab.links[li].pfc.paused, "resumed by the end")
+		require.Zero(t, s.fab.links[li].pfc.inBytes, "everything left the switch")
 	}
 	// The leaf holds at most xoff plus headroom per ingress link.
-	down := &s.links[s.topo.sws[0].down[0]]
-	require.LessOrEqual(t, down.peakQueue, 2*s.links[s.topo.hostPorts[1][0]].pfc.limit)
+	down := &s.fab.links[s.fab.topo.sws[0].down[0]]
+	require.LessOrEqual(t, down.peakQueue, 2*s.fab.links[s.fab.topo.hostPorts[1][0]].pfc.limit)
 }
 
 // Back-pressure crosses the fabric: two senders on leaf 1 and one on
@@ -127,13 +127,13 @@ topology: {leaves: 2, hosts_per_leaf: 2, spines: 1, buffer: 20KiB, pfc: {enabled
 	}
 	s, w, log := runPFCProbe(t, yaml, script)
 	require.Len(t, w.hosts[0].got, 450)
-	require.Zero(t, s.fabricStats().bufferDrops)
-	require.Zero(t, s.pfcStats().overflowDrops)
+	require.Zero(t, s.fab.Stats().BufferDrops)
+	require.Zero(t, pfcStats(t, s).OverflowDrops)
 	paused := checkPFCTrace(t, s, log)
-	spine := &s.topo.sws[len(s.topo.sws)-1]
+	spine := &s.fab.topo.sws[len(s.fab.topo.sws)-1]
 	require.True(t, paused[spine.down[0]], "the spine's port to leaf 0 was paused")
-	require.True(t, paused[s.topo.sws[1].up[0]], "leaf 1's uplink was paused")
-	require.True(t, paused[s.topo.hostPorts[2][0]] && paused[s.topo.hostPorts[3][0]], "leaf 1's hosts were paused")
+	require.True(t, paused[s.fab.topo.sws[1].up[0]], "leaf 1's uplink was paused")
+	require.True(t, paused[s.fab.topo.hostPorts[2][0]] && paused[s.fab.topo.hostPorts[3][0]], "leaf 1's hosts were paused")
 }
 
 // RoCEv2 on a lossless fabric: the test-sized incast drops nothing, every
@@ -187,4 +187,12 @@ func TestPktRing(t *testing.T) {
 		next++
 	}
 	require.EqualValues(t, 100, next)
+}
+
+// pfcStats returns the lossless-mode counters of a run that has them.
+func pfcStats(t *testing.T, s *Sim) PFCStats {
+	t.Helper()
+	ps, ok := s.fab.PFCStats()
+	require.True(t, ok, "lossless mode is on")
+	return ps
 }

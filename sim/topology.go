@@ -46,10 +46,10 @@ type topology struct {
 	modulo       bool // topology.ecmp modulo
 }
 
-// buildTopology wires the fabric of c. seed salts the ECMP hashes and
+// buildTopology wires the fabric tc, with the loss on its links and the
+// failures that name them checked against it. seed salts the ECMP hashes and
 // seeds every link's loss process and marker.
-func buildTopology(c *Config, seed uint64) (*topology, error) {
-	tc := &c.Topology
+func buildTopology(tc *TopologyConfig, loss *LossConfig, failures []FailureConfig, seed uint64) (*topology, error) {
 	t := &topology{kind: tc.Kind, hosts: tc.numHosts(), planes: tc.Planes, leaves: tc.Leaves,
 		spines: tc.Spines, hostsPerLeaf: tc.HostsPerLeaf, cables: map[string][2]int32{}, modulo: tc.ECMP == "modulo"}
 	t.hostPorts = make([][]int32, t.hosts)
@@ -132,10 +132,10 @@ func buildTopology(c *Config, seed uint64) (*topology, error) {
 		}
 		rate := 0.0
 		var bursty *BurstyConfig
-		if c.Loss.inScope(l.class) {
-			rate, bursty = c.Loss.Rate, c.Loss.Bursty
+		if loss.inScope(l.class) {
+			rate, bursty = loss.Rate, loss.Bursty
 		}
-		if r, ok := c.Loss.Links[l.name]; ok {
+		if r, ok := loss.Links[l.name]; ok {
 			rate = 1 - (1-rate)*(1-r)
 		}
 		if rate > 0 || bursty != nil {
@@ -156,8 +156,8 @@ func buildTopology(c *Config, seed uint64) (*topology, error) {
 			t.links[i].psPerByte = 8e3 / tc.LinkGbps[name]
 		}
 	}
-	lossNames := make([]string, 0, len(c.Loss.Links))
-	for name := range c.Loss.Links {
+	lossNames := make([]string, 0, len(loss.Links))
+	for name := range loss.Links {
 		lossNames = append(lossNames, name)
 	}
 	sort.Strings(lossNames)
@@ -166,7 +166,7 @@ func buildTopology(c *Config, seed uint64) (*topology, error) {
 			return nil, fmt.Errorf("loss.links: no link named %q (%s)", name, t.nameHint())
 		}
 	}
-	for i, f := range c.Failures {
+	for i, f := range failures {
 		if f.Link != "" {
 			if _, ok := t.cables[f.Link]; !ok {
 				return nil, fmt.Errorf("failures[%d].link: no link named %q (%s)", i, f.Link, t.nameHint())

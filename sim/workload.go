@@ -69,11 +69,11 @@ func (s *Sim) post(c ConnRef, src int, n int, id uint32) {
 		op = s.ops[(int(c)+int(s.opNext[c]))%len(s.ops)]
 		s.opNext[c]++
 	}
-	if err := s.world.Post(s.now, c, op, n, id); err != nil {
+	if err := s.world.Post(s.Now(), c, op, n, id); err != nil {
 		s.postErrors++
 		return
 	}
-	s.posted(src)
+	s.fab.Posted(src)
 }
 
 // flow is one connection's traffic and its bookkeeping.
@@ -109,7 +109,7 @@ func (m *meter) track(ref ConnRef, group int) {
 }
 
 func (m *meter) sample(s *Sim) {
-	if n := len(m.t); n > 0 && m.t[n-1] >= s.now {
+	if n := len(m.t); n > 0 && m.t[n-1] >= s.Now() {
 		return
 	}
 	if m.t == nil {
@@ -132,7 +132,7 @@ func (m *meter) sample(s *Sim) {
 			row[m.group[i]] += float64(delta)
 		}
 	}
-	m.t = append(m.t, s.now)
+	m.t = append(m.t, s.Now())
 	m.total = append(m.total, float64(tot))
 	if m.keep {
 		m.per = append(m.per, row)

@@ -70,7 +70,7 @@ func (w *collective) maxMessage() int {
 
 // dial opens a connection from rank i to rank j for channel ch.
 func (w *collective) dial(s *Sim, i, j, ch int) (ConnRef, error) {
-	ref, err := s.world.Dial(s.now, w.host(s, i), w.host(s, j))
+	ref, err := s.world.Dial(s.Now(), w.host(s, i), w.host(s, j))
 	if err != nil {
 		return 0, err
 	}
@@ -132,7 +132,7 @@ func (w *collective) begin(s *Sim) { w.startIter(s) }
 
 // startIter starts iteration w.iter on every rank.
 func (w *collective) startIter(s *Sim) {
-	w.iterStart = s.now
+	w.iterStart = s.Now()
 	w.ranksDone = 0
 	clear(w.recvd)
 	n, nc := w.ranks, w.channels
@@ -153,7 +153,7 @@ func (w *collective) startIter(s *Sim) {
 			// all-to-all implementations stagger their peers.
 			for c := 0; c < nc; c++ {
 				ref := w.conns[(i*n+(i+j)%n)*nc+c]
-				w.sentAt[ref] = s.now
+				w.sentAt[ref] = s.Now()
 				s.post(ref, w.host(s, i), w.part[c], 0)
 			}
 		}
@@ -174,7 +174,7 @@ func (w *collective) completion(s *Sim, c Completion) {
 		}
 	} else {
 		if w.iter >= w.cfg.WarmupIters {
-			w.fcts = append(w.fcts, float64(s.now-w.sentAt[c.Conn])/1e3)
+			w.fcts = append(w.fcts, float64(s.Now()-w.sentAt[c.Conn])/1e3)
 		}
 	}
 	w.recvd[rank]++
@@ -184,7 +184,7 @@ func (w *collective) completion(s *Sim, c Completion) {
 	if w.ranksDone++; w.ranksDone < n {
 		return
 	}
-	t := s.now - w.iterStart
+	t := s.Now() - w.iterStart
 	if w.iter == 0 {
 		w.firstIter = t
 	}
@@ -192,7 +192,7 @@ func (w *collective) completion(s *Sim, c Completion) {
 		w.timed = append(w.timed, t)
 	}
 	if w.iter++; w.iter == w.cfg.WarmupIters+w.cfg.Iters {
-		w.doneAt = s.now
+		w.doneAt = s.Now()
 		return
 	}
 	w.startIter(s)
@@ -203,11 +203,11 @@ func (w *collective) completion(s *Sim, c Completion) {
 // leaves in turn (rank r on leaf r mod leaves), as when a job's ranks sit in
 // different racks and every ring hop crosses the spines.
 func (w *collective) host(s *Sim, r int) int {
-	if w.cfg.Placement != "spread" || s.topo.leaves < 2 {
+	if w.cfg.Placement != "spread" || s.fab.Leaves() < 2 {
 		return r
 	}
-	l := s.topo.leaves
-	return (r%l)*s.topo.hostsPerLeaf + r/l
+	l := s.fab.Leaves()
+	return (r%l)*s.fab.HostsPerLeaf() + r/l
 }
 
 func (w *collective) sample(*Sim) {}

@@ -12,8 +12,7 @@ type incast struct {
 	m     meter
 	left  int
 	start mr.Time
-	down  []int32   // the receiver's ports on its leaves (one per plane)
-	qpeak []float64 // per bin: the peak queue on those ports, bytes
+	qpeak []float64 // per bin: the peak queue on the receiver's ports (its leaves' links to it), bytes
 }
 
 func (w *incast) maxMessage() int { return int(w.cfg.MessageSize) }
@@ -21,7 +20,7 @@ func (w *incast) maxMessage() int { return int(w.cfg.MessageSize) }
 func (w *incast) setup(s *Sim) error {
 	w.m.keep = true
 	for i := 1; i <= w.cfg.Senders; i++ {
-		ref, err := s.world.Dial(s.now, i, 0)
+		ref, err := s.world.Dial(s.Now(), i, 0)
 		if err != nil {
 			return err
 		}
@@ -35,11 +34,11 @@ func (w *incast) setup(s *Sim) error {
 }
 
 func (w *incast) begin(s *Sim) {
-	w.start = s.now
+	w.start = s.Now()
 	ll := longLived{cfg: w.cfg}
 	for i := range w.flows {
 		f := &w.flows[i]
-		f.start = s.now
+		f.start = s.Now()
 		for k := 0; k < w.cfg.Outstanding; k++ {
 			ll.next(s, f)
 		}
@@ -51,7 +50,7 @@ func (w *incast) completion(s *Sim, c Completion) {
 	if c.Recv {
 		f.arrived += int64(c.Bytes)
 		if f.target > 0 && f.arrived >= f.target && f.done == mr.Never {
-			f.done = s.now
+			f.done = s.Now()
 			w.left--
 		}
 		return
@@ -67,19 +66,7 @@ func (w *incast) sample(s *Sim) {
 	if len(w.m.t) == n {
 		return
 	}
-	if w.down == nil {
-		for i := range s.links {
-			if s.links[i].to == 0 {
-				w.down = append(w.down, int32(i))
-			}
-		}
-	}
-	var q int64
-	for _, li := range w.down {
-		q = max(q, s.links[li].binPeak)
-		s.links[li].binPeak = 0
-	}
-	w.qpeak = append(w.qpeak, float64(q))
+	w.qpeak = append(w.qpeak, float64(s.fab.TakeBinPeak(0)))
 }
 
 func (w *incast) finished() bool { return w.cfg.FlowSize > 0 && w.left == 0 }
@@ -96,7 +83,7 @@ func (w *incast) fairnessBins(s *Sim, capGbps float64) int {
 func (w *incast) report(s *Sim, r *runResult) {
 	w.m.sample(s)
 	capGbps := capacityGbps(s.cfg, 1)
-	goodput := w.m.avg(s.cfg.Warmup.T(), s.now)
+	goodput := w.m.avg(s.cfg.Warmup.T(), s.Now())
 	r.add("goodput_gbps", goodput)
 	r.add("link_gbps", capGbps)
 	r.add("efficiency", goodput/capGbps)
@@ -135,7 +122,7 @@ func (w *incast) report(s *Sim, r *runResult) {
 	// 8 packets (shorter windows measure packet granularity and the
 	// pacing jitter, not the transport).
 	ks := max(int((10*s.baseRTT+s.cfg.Bin.T()-1)/s.cfg.Bin.T()), k)
-	if i := w.m.settledFrom(w.start, s.now, ks, func(j int) bool {
+	if i := w.m.settledFrom(w.start, s.Now(), ks, func(j int) bool {
 		return w.m.windowRate(j, ks) >= 0.9*capGbps && js[j] >= 0.95
 	}); i >= 0 {
 		conv = float64(w.m.binStart(i)-w.start) / float64(s.baseRTT)
@@ -155,7 +142,7 @@ func (w *incast) report(s *Sim, r *runResult) {
 		}
 	}
 	r.add("jain_from3", jain(tot3))
-	r.add("goodput_from3_gbps", w.m.avg(from3, s.now))
+	r.add("goodput_from3_gbps", w.m.avg(from3, s.Now()))
 	var qAfter any
 	if c, ok := conv.(float64); ok {
 		// Convergence is judged from the third base RTT (the issue's

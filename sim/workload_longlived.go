@@ -20,7 +20,7 @@ type longLived struct {
 func (w *longLived) maxMessage() int { return int(w.cfg.MessageSize) }
 
 func (w *longLived) setup(s *Sim) error {
-	h := len(s.hosts)
+	h := s.fab.Hosts()
 	for i := 0; i < w.cfg.Connections; i++ {
 		src, dst := 0, 1
 		if w.cfg.Pattern == "permutation" {
@@ -30,7 +30,7 @@ func (w *longLived) setup(s *Sim) error {
 				dst = (src + 1) % h
 			}
 		}
-		ref, err := s.world.Dial(s.now, src, dst)
+		ref, err := s.world.Dial(s.Now(), src, dst)
 		if err != nil {
 			return err
 		}
@@ -46,7 +46,7 @@ func (w *longLived) setup(s *Sim) error {
 func (w *longLived) begin(s *Sim) {
 	for i := range w.flows {
 		f := &w.flows[i]
-		f.start = s.now
+		f.start = s.Now()
 		for k := 0; k < w.cfg.Outstanding; k++ {
 			w.next(s, f)
 		}
@@ -72,7 +72,7 @@ func (w *longLived) completion(s *Sim, c Completion) {
 	if c.Recv {
 		f.arrived += int64(c.Bytes)
 		if f.target > 0 && f.arrived >= f.target && f.done == mr.Never {
-			f.done = s.now
+			f.done = s.Now()
 			w.left--
 		}
 		return
@@ -85,7 +85,7 @@ func (w *longLived) sample(s *Sim) {
 	w.m.sample(s)
 	if w.snap == nil && len(s.cfg.Failures) > 0 {
 		at := s.cfg.Failures[0].At.T()
-		if s.now >= at+(s.end-at)/2 {
+		if s.Now() >= at+(s.end-at)/2 {
 			w.snap = make([]uint64, len(w.flows))
 			for i := range w.flows {
 				w.snap[i] = s.world.Delivered(w.flows[i].ref)
@@ -100,11 +100,11 @@ func (w *longLived) report(s *Sim, r *runResult) {
 	w.m.sample(s)
 	senders := 1
 	if w.cfg.Pattern == "permutation" {
-		senders = len(s.hosts)
+		senders = s.fab.Hosts()
 	}
 	capGbps := capacityGbps(s.cfg, senders)
 	from := s.cfg.Warmup.T()
-	goodput := w.m.avg(from, s.now)
+	goodput := w.m.avg(from, s.Now())
 	r.add("goodput_gbps", goodput)
 	r.add("link_gbps", capGbps)
 	r.add("efficiency", goodput/capGbps)
@@ -140,21 +140,13 @@ func (w *longLived) report(s *Sim, r *runResult) {
 func failureFigures(s *Sim, r *runResult, m *meter) {
 	f := s.cfg.Failures[0]
 	at := f.At.T()
-	end := s.now
+	end := s.Now()
 	if !f.Recover.Never() && f.Recover.T() < end {
 		end = f.Recover.T()
 	}
 	before := m.avg(s.cfg.Warmup.T(), at)
 	after := m.avg(at+(end-at)/2, end)
-	up, all := 0, 0
-	for h := range s.topo.hostPorts {
-		for _, li := range s.topo.hostPorts[h] {
-			all++
-			if !s.links[li].down {
-				up++
-			}
-		}
-	}
+	up, all := s.fab.HostPortsUp()
 	expected := before * float64(up) / float64(all)
 	k := settleBins(s)
 	var recover any
@@ -174,7 +166,7 @@ func failureFigures(s *Sim, r *runResult, m *meter) {
 	// When the plane (or link) comes back: the rate over the second half
 	// of the time after its return, which the transport reaches only by
 	// re-probing its failed paths and using them again.
-	if rt := f.Recover.T(); !f.Recover.Never() && rt < s.now {
-		r.add("recovered_gbps", m.avg(rt+(s.now-rt)/2, s.now))
+	if rt := f.Recover.T(); !f.Recover.Never() && rt < s.Now() {
+		r.add("recovered_gbps", m.avg(rt+(s.Now()-rt)/2, s.Now()))
 	}
 }
