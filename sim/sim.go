@@ -5,6 +5,16 @@ import (
 	"sync/atomic"
 
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/sim/event"
+	"github.com/metaroce/metaroce/sim/fabric"
+)
+
+// The run's own events, after the fabric's kinds (the fabric handles
+// those).
+const (
+	evSample event.Kind = fabric.NumKinds + iota // the periodic measurement tick
+	evStop                                       // the run's virtual time is up
+	evBegin                                      // the workload starts sending
 )
 
 // Sim is one run: one transport on one fabric under one workload. It is
@@ -15,8 +25,8 @@ import (
 type Sim struct {
 	cfg *Config
 	end mr.Time
-	q   eventQueue
-	fab *Fabric
+	q   event.Queue
+	fab *fabric.Fabric
 
 	world   World
 	wl      workload
@@ -41,14 +51,14 @@ type runSpec struct {
 	cfg       *Config
 	transport Transport
 	params    any
-	tap       *capture
+	tap       *fabric.Tap
 	progress  *atomic.Int64
 }
 
 func newSim(rs runSpec) (*Sim, error) {
 	cfg := rs.cfg
 	s := &Sim{cfg: cfg, end: cfg.Duration.T(), finishAt: mr.Never, progress: rs.progress}
-	fab, err := NewFabric(FabricSpec{Topology: &cfg.Topology, Loss: &cfg.Loss, Failures: cfg.Failures,
+	fab, err := fabric.New(fabric.Spec{Topology: &cfg.Topology, Loss: &cfg.Loss, Failures: cfg.Failures,
 		Seed: cfg.Seed, DPort: rs.transport.UDPPort()}, &s.q)
 	if err != nil {
 		return nil, err
@@ -96,9 +106,9 @@ func (s *Sim) start() error {
 		return err
 	}
 	s.fab.KickAll()
-	s.q.push(s.cfg.Workload.Start.T(), evBegin, 0, 0)
-	s.q.push(s.cfg.Bin.T(), evSample, 0, 0)
-	s.q.push(s.end, evStop, 0, 0)
+	s.q.Push(s.cfg.Workload.Start.T(), evBegin, 0, 0)
+	s.q.Push(s.cfg.Bin.T(), evSample, 0, 0)
+	s.q.Push(s.end, evStop, 0, 0)
 	s.fab.ScheduleFaults(s.end)
 	return nil
 }
@@ -106,14 +116,14 @@ func (s *Sim) start() error {
 // runUntil processes events up to and including time limit, or until the
 // run stops.
 func (s *Sim) runUntil(limit mr.Time) {
-	for !s.stopped && s.q.len() > 0 && s.q.peek().at <= limit {
-		e := s.q.pop()
+	for !s.stopped && s.q.Len() > 0 && s.q.Peek().At <= limit {
+		e := s.q.Pop()
 		s.events++
-		switch e.kind {
+		switch e.Kind {
 		case evSample:
 			s.wl.sample(s)
 			if next := s.Now() + s.cfg.Bin.T(); next <= s.end {
-				s.q.push(next, evSample, 0, 0)
+				s.q.Push(next, evSample, 0, 0)
 			}
 		case evBegin:
 			s.wl.begin(s)

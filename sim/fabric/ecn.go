@@ -1,8 +1,10 @@
-package sim
+package fabric
 
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/metaroce/metaroce/sim/units"
 )
 
 // ECNConfig is a switch port's marking policy for ECN-capable packets:
@@ -16,14 +18,14 @@ import (
 // Packets that are not ECN-capable are never marked; when the buffer is
 // full they are dropped like any other.
 type ECNConfig struct {
-	Mode string  `yaml:"mode"`
-	K    Size    `yaml:"k"`
-	Kmin Size    `yaml:"kmin"`
-	Kmax Size    `yaml:"kmax"`
-	Pmax float64 `yaml:"pmax"`
+	Mode string     `yaml:"mode"`
+	K    units.Size `yaml:"k"`
+	Kmin units.Size `yaml:"kmin"`
+	Kmax units.Size `yaml:"kmax"`
+	Pmax float64    `yaml:"pmax"`
 }
 
-func (e *ECNConfig) validate() error {
+func (e *ECNConfig) Validate() error {
 	switch e.Mode {
 	case "", "none":
 		e.Mode = "none"

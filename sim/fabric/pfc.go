@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 import mr "github.com/metaroce/metaroce/metaroce"
 
@@ -132,7 +132,7 @@ func (f *Fabric) pfcForward(in, out, pi int32) {
 		il.pfc.xoffSent = true
 		il.pfc.pauses++
 		f.pfcNote(pfcXoff, in, il.pfc.inBytes)
-		f.q.push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, in, 1)
+		f.q.Push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, in, 1)
 	}
 	ol := &f.links[out]
 	nowPs := int64(f.q.Now()) * 1000
@@ -166,8 +166,8 @@ func (f *Fabric) pfcStart(li int32, atPs int64) {
 	l.pfc.busy, l.pfc.cur = true, pi
 	l.freeAt = max(atPs, l.freeAt) + l.serPs(b)
 	f.pfcNote(pfcTx, li, b)
-	f.q.push(mr.Time(psToNs(l.freeAt)), evPortDone, li, 0)
-	f.q.push(mr.Time(psToNs(l.freeAt+l.delayPs)), evArrive, li, pi)
+	f.q.Push(mr.Time(psToNs(l.freeAt)), evPortDone, li, 0)
+	f.q.Push(mr.Time(psToNs(l.freeAt+l.delayPs)), evArrive, li, pi)
 }
 
 // pfcPortDone: switch port li finished its packet, which has now left the
@@ -182,7 +182,7 @@ func (f *Fabric) pfcPortDone(li int32) {
 	if il.pfc.xoffSent && il.pfc.inBytes <= f.pfc.xon {
 		il.pfc.xoffSent = false
 		f.pfcNote(pfcXon, p.in, il.pfc.inBytes)
-		f.q.push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, p.in, 0)
+		f.q.Push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, p.in, 0)
 	}
 	if l.pfc.q.n > 0 && !l.pfc.paused {
 		f.pfcStart(li, l.freeAt) // back to back: no rounding gap

@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 // linkClass says where a link sits, for loss scopes and reports.
 type linkClass uint8

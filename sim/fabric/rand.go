@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 import "math/rand/v2"
 

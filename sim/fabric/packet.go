@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 // packet is one frame on the fabric. Its bytes are the transport's packet
 // (the UDP payload); the fields beside it are what the Ethernet, IP and UDP

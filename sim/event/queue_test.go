@@ -1,4 +1,4 @@
-package sim
+package event
 
 import (
 	"math/rand/v2"
@@ -12,8 +12,14 @@ import (
 
 // Events come out in time order, and events at the same time in the order
 // they were scheduled, whatever the interleaving of pushes and pops.
+// Two kinds, to show the queue carries kinds through untouched.
+const (
+	kindA Kind = iota
+	kindB
+)
+
 func TestEventQueueOrder(t *testing.T) {
-	var q eventQueue
+	var q Queue
 	rng := rand.New(rand.NewPCG(1, 2))
 	type key struct {
 		at  mr.Time
@@ -25,18 +31,18 @@ func TestEventQueueOrder(t *testing.T) {
 	for round := 0; round < 50; round++ {
 		for i := 0; i < 200; i++ {
 			at := mr.Time(rng.IntN(100)) + mr.Time(round*50)
-			q.push(at, evArrive, n, 0)
+			q.Push(at, kindA, n, 0)
 			want = append(want, key{at, n})
 			n++
 		}
 		for i := 0; i < 100; i++ {
-			e := q.pop()
-			got = append(got, key{e.at, e.a})
+			e := q.Pop()
+			got = append(got, key{e.At, e.A})
 		}
 	}
-	for q.len() > 0 {
-		e := q.pop()
-		got = append(got, key{e.at, e.a})
+	for q.Len() > 0 {
+		e := q.Pop()
+		got = append(got, key{e.At, e.A})
 	}
 	require.Len(t, got, len(want))
 	// Popped times never go backwards relative to what was in the queue at
@@ -53,7 +59,7 @@ func TestEventQueueOrder(t *testing.T) {
 
 // A plain drain after pushes returns exactly the sorted (time, seq) order.
 func TestEventQueueSorted(t *testing.T) {
-	var q eventQueue
+	var q Queue
 	rng := rand.New(rand.NewPCG(3, 4))
 	type key struct {
 		at  mr.Time
@@ -62,41 +68,59 @@ func TestEventQueueSorted(t *testing.T) {
 	var want []key
 	for i := int32(0); i < 5000; i++ {
 		at := mr.Time(rng.IntN(300))
-		q.push(at, evTimer, i, 0)
+		q.Push(at, kindB, i, 0)
 		want = append(want, key{at, i})
 	}
 	sort.SliceStable(want, func(i, j int) bool { return want[i].at < want[j].at })
 	for _, w := range want {
-		e := q.pop()
-		require.Equal(t, w.at, e.at)
-		require.Equal(t, w.seq, e.a)
+		e := q.Pop()
+		require.Equal(t, w.at, e.At)
+		require.Equal(t, w.seq, e.A)
 	}
-	require.Equal(t, 0, q.len())
+	require.Equal(t, 0, q.Len())
 }
 
 func TestEventQueueNoAllocSteadyState(t *testing.T) {
-	var q eventQueue
+	var q Queue
 	for i := 0; i < 1024; i++ {
-		q.push(mr.Time(i), evArrive, 0, 0)
+		q.Push(mr.Time(i), kindA, 0, 0)
 	}
 	at := mr.Time(1024)
 	allocs := testing.AllocsPerRun(1000, func() {
-		q.pop()
-		q.push(at, evArrive, 0, 0)
+		q.Pop()
+		q.Push(at, kindA, 0, 0)
 		at++
 	})
 	require.Zero(t, allocs)
 }
 
 func BenchmarkEventQueue(b *testing.B) {
-	var q eventQueue
+	var q Queue
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 100000; i++ {
-		q.push(mr.Time(rng.IntN(1e6)), evArrive, 0, 0)
+		q.Push(mr.Time(rng.IntN(1e6)), kindA, 0, 0)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e := q.pop()
-		q.push(e.at+mr.Time(rng.IntN(1e6)), evArrive, 0, 0)
+		e := q.Pop()
+		q.Push(e.At+mr.Time(rng.IntN(1e6)), kindA, 0, 0)
 	}
+}
+
+// The clock is the time of the event popped last: 0 before any, and it
+// does not move on Push or Peek.
+func TestQueueClock(t *testing.T) {
+	var q Queue
+	require.Zero(t, q.Now())
+	q.Push(30, kindA, 0, 0)
+	q.Push(10, kindB, 0, 0)
+	require.Zero(t, q.Now())
+	require.EqualValues(t, 10, q.Peek().At)
+	require.Zero(t, q.Now())
+	require.EqualValues(t, 10, q.Pop().At)
+	require.EqualValues(t, 10, q.Now())
+	q.Push(20, kindA, 0, 0)
+	require.EqualValues(t, 10, q.Now())
+	require.Equal(t, kindA, q.Pop().Kind)
+	require.EqualValues(t, 20, q.Now())
 }

@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 import (
 	"testing"
@@ -17,12 +17,12 @@ type pfcRecord struct {
 
 // runPFCProbe runs the probe transport with lossless mode on and returns
 // every lossless-mode event in order.
-func runPFCProbe(t *testing.T, yaml string, script map[int][]probeSend) (*Sim, *probeWorld, []pfcRecord) {
+func runPFCProbe(t *testing.T, yaml string, script map[int][]probeSend) (*Fabric, []*probeHost, []pfcRecord) {
 	t.Helper()
 	var log []pfcRecord
-	s, w := probeSimWith(t, yaml, script, func(s *Sim) {
-		require.True(t, s.fab.pfc.on)
-		s.fab.pfc.trace = func(at mr.Time, ev pfcEvent, link int32, bytes int64) {
+	s, w := probeSimWith(t, yaml, script, func(s *Fabric) {
+		require.True(t, s.pfc.on)
+		s.pfc.trace = func(at mr.Time, ev pfcEvent, link int32, bytes int64) {
 			log = append(log, pfcRecord{at, ev, link, bytes})
 		}
 	})
@@ -34,7 +34,7 @@ func runPFCProbe(t *testing.T, yaml string, script map[int][]probeSend) (*Sim, *
 // propagation delay later; a RESUME is sent at or below xon and reaches
 // the sender one propagation delay later; a paused sender starts nothing
 // until it is resumed. It returns the links that were paused.
-func checkPFCTrace(t *testing.T, s *Sim, log []pfcRecord) map[int32]bool {
+func checkPFCTrace(t *testing.T, s *Fabric, log []pfcRecord) map[int32]bool {
 	t.Helper()
 	type linkState struct {
 		sentAt   []mr.Time // PAUSE/RESUME sent, not yet arrived, in order
@@ -52,19 +52,19 @@ func checkPFCTrace(t *testing.T, s *Sim, log []pfcRecord) map[int32]bool {
 	paused := map[int32]bool{}
 	for _, r := range log {
 		ls := get(r.link)
-		delay := mr.Time(s.fab.links[r.link].delayPs / 1000)
+		delay := mr.Time(s.links[r.link].delayPs / 1000)
 		switch r.ev {
 		case pfcXoff:
-			require.GreaterOrEqual(t, r.bytes, s.fab.pfc.xoff, "PAUSE sent below xoff on %s", s.fab.links[r.link].name)
+			require.GreaterOrEqual(t, r.bytes, s.pfc.xoff, "PAUSE sent below xoff on %s", s.links[r.link].name)
 			ls.sentAt, ls.sentOn = append(ls.sentAt, r.at), append(ls.sentOn, true)
 		case pfcXon:
-			require.LessOrEqual(t, r.bytes, s.fab.pfc.xon, "RESUME sent above xon on %s", s.fab.links[r.link].name)
+			require.LessOrEqual(t, r.bytes, s.pfc.xon, "RESUME sent above xon on %s", s.links[r.link].name)
 			ls.sentAt, ls.sentOn = append(ls.sentAt, r.at), append(ls.sentOn, false)
 		case pfcPaused, pfcResumed:
 			on := r.ev == pfcPaused
-			require.NotEmpty(t, ls.sentAt, "%s: pause state changed with no frame sent", s.fab.links[r.link].name)
+			require.NotEmpty(t, ls.sentAt, "%s: pause state changed with no frame sent", s.links[r.link].name)
 			require.Equal(t, on, ls.sentOn[0])
-			require.Equal(t, ls.sentAt[0]+delay, r.at, "%s: the frame must take exactly one propagation delay", s.fab.links[r.link].name)
+			require.Equal(t, ls.sentAt[0]+delay, r.at, "%s: the frame must take exactly one propagation delay", s.links[r.link].name)
 			ls.sentAt, ls.sentOn = ls.sentAt[1:], ls.sentOn[1:]
 			ls.paused = on
 			if on {
@@ -72,7 +72,7 @@ func checkPFCTrace(t *testing.T, s *Sim, log []pfcRecord) map[int32]bool {
 				paused[r.link] = true
 			}
 		case pfcTx:
-			require.False(t, ls.paused, "%s started a packet at %d while paused (since %d)", s.fab.links[r.link].name, r.at, ls.pausedAt)
+			require.False(t, ls.paused, "%s started a packet at %d while paused (since %d)", s.links[r.link].name, r.at, ls.pausedAt)
 		}
 	}
 	return paused
@@ -93,22 +93,22 @@ topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, buffer: 20KiB, pfc: {enabled
 		2: spaced(100, 1, 0, 200, 1, 0, 4000),
 	}
 	s, w, log := runPFCProbe(t, yaml, script)
-	require.Len(t, w.hosts[0].got, 200, "lossless: every packet arrives")
-	f, ps := s.fab.Stats(), pfcStats(t, s)
+	require.Len(t, w[0].got, 200, "lossless: every packet arrives")
+	f, ps := s.Stats(), pfcStats(t, s)
 	require.Zero(t, f.BufferDrops)
 	require.Zero(t, ps.OverflowDrops)
 	paused := checkPFCTrace(t, s, log)
-	require.True(t, paused[s.fab.topo.hostPorts[1][0]], "host 1's port was paused")
-	require.True(t, paused[s.fab.topo.hostPorts[2][0]], "host 2's port was paused")
+	require.True(t, paused[s.topo.hostPorts[1][0]], "host 1's port was paused")
+	require.True(t, paused[s.topo.hostPorts[2][0]], "host 2's port was paused")
 	require.Greater(t, ps.Pauses, uint64(2))
 	require.Greater(t, ps.MaxPausedNs, int64(0))
-	for _, li := range []int32{s.fab.topo.hostPorts[1][0], s.fab.topo.hostPorts[2][0]} {
-		require.False(t, s.fab.links[li].pfc.paused, "resumed by the end")
-		require.Zero(t, s.fab.links[li].pfc.inBytes, "everything left the switch")
+	for _, li := range []int32{s.topo.hostPorts[1][0], s.topo.hostPorts[2][0]} {
+		require.False(t, s.links[li].pfc.paused, "resumed by the end")
+		require.Zero(t, s.links[li].pfc.inBytes, "everything left the switch")
 	}
 	// The leaf holds at most xoff plus headroom per ingress link.
-	down := &s.fab.links[s.fab.topo.sws[0].down[0]]
-	require.LessOrEqual(t, down.peakQueue, 2*s.fab.links[s.fab.topo.hostPorts[1][0]].pfc.limit)
+	down := &s.links[s.topo.sws[0].down[0]]
+	require.LessOrEqual(t, down.peakQueue, 2*s.links[s.topo.hostPorts[1][0]].pfc.limit)
 }
 
 // Back-pressure crosses the fabric: two senders on leaf 1 and one on
@@ -126,49 +126,14 @@ topology: {leaves: 2, hosts_per_leaf: 2, spines: 1, buffer: 20KiB, pfc: {enabled
 		3: spaced(150, 1, 0, 500, 1, 0, 4000),
 	}
 	s, w, log := runPFCProbe(t, yaml, script)
-	require.Len(t, w.hosts[0].got, 450)
-	require.Zero(t, s.fab.Stats().BufferDrops)
+	require.Len(t, w[0].got, 450)
+	require.Zero(t, s.Stats().BufferDrops)
 	require.Zero(t, pfcStats(t, s).OverflowDrops)
 	paused := checkPFCTrace(t, s, log)
-	spine := &s.fab.topo.sws[len(s.fab.topo.sws)-1]
+	spine := &s.topo.sws[len(s.topo.sws)-1]
 	require.True(t, paused[spine.down[0]], "the spine's port to leaf 0 was paused")
-	require.True(t, paused[s.fab.topo.sws[1].up[0]], "leaf 1's uplink was paused")
-	require.True(t, paused[s.fab.topo.hostPorts[2][0]] && paused[s.fab.topo.hostPorts[3][0]], "leaf 1's hosts were paused")
-}
-
-// RoCEv2 on a lossless fabric: the test-sized incast drops nothing, every
-// flow completes, pause frames flow; on the same fabric without PFC the
-// same run drops at the receiver's port.
-func TestPFCIncastRoCEv2(t *testing.T) {
-	run := func(pfc bool) Row {
-		e, err := Load("../configs/experiments/pfc-incast.yaml", []string{
-			"duration=3ms", "warmup=0s", "workload.senders=32", "workload.flow_size=256KiB",
-			"sweep.topology.pfc.enabled=[" + map[bool]string{false: "false", true: "true"}[pfc] + "]"})
-		require.NoError(t, err)
-		res, err := e.Execute(Options{})
-		require.NoError(t, err)
-		require.Len(t, res.Rows, 1)
-		return res.Rows[0]
-	}
-	num := func(r Row, k string) float64 {
-		v, ok := r.Float(k)
-		require.True(t, ok, "row lacks %s", k)
-		return v
-	}
-	on := run(true)
-	require.Zero(t, num(on, "buffer_drops"))
-	require.Zero(t, num(on, "pfc_overflow_drops"))
-	require.Zero(t, num(on, "failed_wrs"))
-	require.Zero(t, num(on, "unfinished_flows"))
-	fin, _ := on.Get("finished")
-	require.Equal(t, true, fin)
-	require.Greater(t, num(on, "pfc_pauses"), 0.0)
-	require.Greater(t, num(on, "pfc_max_paused_us"), 0.0)
-
-	off := run(false)
-	require.Greater(t, num(off, "buffer_drops"), 0.0)
-	_, has := off.Get("pfc_pauses")
-	require.False(t, has, "PFC figures appear only in lossless runs")
+	require.True(t, paused[s.topo.sws[1].up[0]], "leaf 1's uplink was paused")
+	require.True(t, paused[s.topo.hostPorts[2][0]] && paused[s.topo.hostPorts[3][0]], "leaf 1's hosts were paused")
 }
 
 // The ingress FIFO of a lossless switch port keeps order while it grows.
@@ -190,9 +155,9 @@ func TestPktRing(t *testing.T) {
 }
 
 // pfcStats returns the lossless-mode counters of a run that has them.
-func pfcStats(t *testing.T, s *Sim) PFCStats {
+func pfcStats(t *testing.T, s *Fabric) PFCStats {
 	t.Helper()
-	ps, ok := s.fab.PFCStats()
+	ps, ok := s.PFCStats()
 	require.True(t, ok, "lossless mode is on")
 	return ps
 }

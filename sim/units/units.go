@@ -1,4 +1,8 @@
-package sim
+// Package units holds the experiment files' units: spans of virtual time
+// (Duration, "2ms" or "never") and byte counts (Size, "64KiB"), each with
+// its YAML decoding. Every layer of the simulator that is configured from
+// a file uses them.
+package units
 
 import (
 	"fmt"
@@ -115,7 +119,3 @@ func (s Size) String() string {
 	}
 	return fmt.Sprintf("%dB", int64(s))
 }
-
-// Time is the simulator's clock: virtual nanoseconds, as the protocol
-// cores count them.
-type Time = mr.Time

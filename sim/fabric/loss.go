@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ type BurstyConfig struct {
 	LossBad  float64 `yaml:"loss_bad"`
 }
 
-func (l *LossConfig) validate() error {
+func (l *LossConfig) Validate() error {
 	switch l.Where {
 	case "":
 		l.Where = "host-down"

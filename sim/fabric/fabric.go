@@ -1,6 +1,25 @@
-package sim
+package fabric
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/sim/event"
+	"github.com/metaroce/metaroce/sim/units"
+)
+
+// The fabric's events; a run gives its own events the kinds from NumKinds
+// on and hands the fabric's back to Handle.
+const (
+	evArrive     event.Kind = iota // packet b reaches the far end of link a
+	evTxDone                       // host NIC port a finished serializing a packet
+	evTimer                        // host a's transport timer, armed as generation b
+	evFault                        // fault a of the schedule happens (b=0) or ends (b=1)
+	evReconverge                   // routing converges on the current link states
+	evPortDone                     // lossless mode: switch port a finished serializing a packet
+	evPause                        // lossless mode: a PAUSE (b=1) or RESUME (b=0) reaches link a's sender
+
+	// NumKinds is the number of event kinds the fabric schedules.
+	NumKinds
+)
 
 // Fabric is the modelled network of one run: the links with their output
 // queues, ECN markers, loss processes, failures and lossless-mode state;
@@ -13,10 +32,10 @@ import mr "github.com/metaroce/metaroce/metaroce"
 // Posted.
 //
 // A Fabric shares its run's event queue, which is also the run's clock:
-// it schedules its own events there (the kinds below evSample, and the
-// faults) and the run hands them back to Handle in order.
+// it schedules its own events there (kinds below NumKinds) and the run
+// hands them back to Handle in order.
 type Fabric struct {
-	q       *eventQueue
+	q       *event.Queue
 	pool    packetPool
 	topo    *topology
 	links   []link
@@ -26,12 +45,12 @@ type Fabric struct {
 	txQueue int
 	dirty   []int32
 	app     func(h int) // host h's application's turn: completions, posts
-	tap     *capture
+	tap     *Tap
 	pfc     pfcState // lossless mode (topology.pfc)
 	pfcCfg  PFCConfig
 
 	failures      []FailureConfig
-	reconvergence Duration
+	reconvergence units.Duration
 
 	// counters
 	hostTx, hostRx uint64
@@ -40,8 +59,8 @@ type Fabric struct {
 	timerSpins     uint64 // OnTimer left its deadline in the past (a transport bug)
 }
 
-// FabricSpec is what a fabric is built from.
-type FabricSpec struct {
+// Spec is what a fabric is built from.
+type Spec struct {
 	Topology *TopologyConfig
 	Loss     *LossConfig
 	Failures []FailureConfig
@@ -53,9 +72,9 @@ type FabricSpec struct {
 	DPort uint16
 }
 
-// NewFabric wires the fabric of sp; q is the run's event queue. The hosts
+// New wires the fabric of sp; q is the run's event queue. The hosts
 // have no endpoints until Attach.
-func NewFabric(sp FabricSpec, q *eventQueue) (*Fabric, error) {
+func New(sp Spec, q *event.Queue) (*Fabric, error) {
 	topo, err := buildTopology(sp.Topology, sp.Loss, sp.Failures, sp.Seed)
 	if err != nil {
 		return nil, err
@@ -67,7 +86,7 @@ func NewFabric(sp FabricSpec, q *eventQueue) (*Fabric, error) {
 
 // Attach gives every host h its transport endpoint endpoint(h) and its
 // application's turn app(h); tap, if not nil, sees one host's packets.
-func (f *Fabric) Attach(endpoint func(h int) mr.Transport, app func(h int), tap *capture) {
+func (f *Fabric) Attach(endpoint func(h int) mr.Transport, app func(h int), tap *Tap) {
 	f.app, f.tap = app, tap
 	var maxLen int
 	f.hosts = make([]host, f.topo.hosts)
@@ -109,28 +128,28 @@ func (f *Fabric) KickAll() {
 // before end.
 func (f *Fabric) ScheduleFaults(end mr.Time) {
 	for i, fc := range f.failures {
-		f.q.push(fc.At.T(), evFault, int32(i), 0)
+		f.q.Push(fc.At.T(), evFault, int32(i), 0)
 		if !fc.Recover.Never() && fc.Recover.T() < end {
-			f.q.push(fc.Recover.T(), evFault, int32(i), 1)
+			f.q.Push(fc.Recover.T(), evFault, int32(i), 1)
 		}
 	}
 }
 
-// Handle processes one of the fabric's events (kind below evSample).
-func (f *Fabric) Handle(e *event) {
-	switch e.kind {
+// Handle processes one of the fabric's events (kind below NumKinds).
+func (f *Fabric) Handle(e *event.Event) {
+	switch e.Kind {
 	case evArrive:
-		f.arrive(e.a, e.b)
+		f.arrive(e.A, e.B)
 	case evTxDone:
-		f.txDone(e.a)
+		f.txDone(e.A)
 	case evPortDone:
-		f.pfcPortDone(e.a)
+		f.pfcPortDone(e.A)
 	case evPause:
-		f.pfcPause(e.a, e.b == 1)
+		f.pfcPause(e.A, e.B == 1)
 	case evTimer:
-		f.onTimer(e.a, e.b)
+		f.onTimer(e.A, e.B)
 	case evFault:
-		f.fault(int(e.a), e.b == 1)
+		f.fault(int(e.A), e.B == 1)
 	case evReconverge:
 		f.topo.reconverge()
 	}
@@ -166,7 +185,7 @@ func (f *Fabric) arrive(li, pi int32) {
 		return
 	}
 	p.ce = p.ce || ce
-	f.q.push(mr.Time(psToNs(arrive)), evArrive, out, pi)
+	f.q.Push(mr.Time(psToNs(arrive)), evArrive, out, pi)
 }
 
 // fault applies failure i (or its recovery) and schedules the routing's
@@ -179,13 +198,13 @@ func (f *Fabric) fault(i int, recover bool) {
 		f.topo.setCable(fc.Link, !recover)
 	}
 	if rc := f.reconvergence; !rc.Never() && f.topo.kind != "back-to-back" {
-		f.q.push(f.q.Now()+rc.T(), evReconverge, 0, 0)
+		f.q.Push(f.q.Now()+rc.T(), evReconverge, 0, 0)
 	}
 }
 
-// FabricStats are the fabric's counters: the links' summed, and the
+// Stats are the fabric's counters: the links' summed, and the
 // hosts' NIC sides'.
-type FabricStats struct {
+type Stats struct {
 	BufferDrops, LossDrops, DownDrops, CEMarks uint64
 	NoRoute                                    uint64 // packets a switch had no route for
 	PeakQueue                                  int64  // the largest queue at a switch port, bytes
@@ -195,8 +214,8 @@ type FabricStats struct {
 }
 
 // Stats sums the fabric's counters.
-func (f *Fabric) Stats() FabricStats {
-	st := FabricStats{NoRoute: f.noRoute, HostTx: f.hostTx, HostRx: f.hostRx,
+func (f *Fabric) Stats() Stats {
+	st := Stats{NoRoute: f.noRoute, HostTx: f.hostTx, HostRx: f.hostRx,
 		BadPackets: f.badPackets, TimerSpins: f.timerSpins}
 	for i := range f.links {
 		l := &f.links[i]

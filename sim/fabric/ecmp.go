@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 // flowKey is the 5-tuple a switch hashes: source and destination IPv4
 // addresses, protocol 17 (UDP), UDP source port (the transport's path

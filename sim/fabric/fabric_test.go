@@ -1,9 +1,11 @@
-package sim
+package fabric
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 const twoLeaves = `
@@ -13,10 +15,10 @@ topology: {leaves: 2, hosts_per_leaf: 1, spines: 4}
 
 // uplinkCounts returns how many packets leaf 0 of plane 0 sent to each
 // spine.
-func uplinkCounts(s *Sim) []uint64 {
+func uplinkCounts(s *Fabric) []uint64 {
 	var c []uint64
-	for _, li := range s.fab.topo.sws[0].up {
-		c = append(c, s.fab.links[li].txPackets)
+	for _, li := range s.topo.sws[0].up {
+		c = append(c, s.links[li].txPackets)
 	}
 	return c
 }
@@ -26,7 +28,7 @@ func uplinkCounts(s *Sim) []uint64 {
 func TestFabricECMPSpreadsPathsOverSpines(t *testing.T) {
 	const n = 2000
 	s, w := probeSim(t, twoLeaves, map[int][]probeSend{0: spaced(n, 500, 1, 1000, 1, 0, 1000)})
-	require.Len(t, w.hosts[1].got, n)
+	require.Len(t, w[1].got, n)
 	for i, c := range uplinkCounts(s) {
 		require.InDelta(t, n/4, float64(c), 0.15*n/4, "spine %d carried %d of %d", i, c, n)
 	}
@@ -36,7 +38,7 @@ func TestFabricECMPSpreadsPathsOverSpines(t *testing.T) {
 func TestFabricSameTupleSameSpine(t *testing.T) {
 	for _, port := range []uint16{49152, 49153, 50000, 61000} {
 		s, w := probeSim(t, twoLeaves, map[int][]probeSend{0: spaced(100, 500, 1, port, 0, 0, 1000)})
-		require.Len(t, w.hosts[1].got, 100)
+		require.Len(t, w[1].got, 100)
 		used := 0
 		for _, c := range uplinkCounts(s) {
 			if c > 0 {
@@ -63,7 +65,7 @@ topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, buffer: 10MiB, ecn: {mode: s
 		2: spaced(100, 1, 0, 200, 1, 0, 4000),
 	}
 	s, w := probeSim(t, yaml, script)
-	got := w.hosts[0].got
+	got := w[0].got
 	require.Len(t, got, 200)
 	marked := 0
 	for i, r := range got {
@@ -78,16 +80,16 @@ topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, buffer: 10MiB, ecn: {mode: s
 	// packets after the first 2·K/size are marked.
 	require.Greater(t, marked, 150)
 	require.Less(t, marked, 195)
-	down := s.fab.topo.sws[0].down[0]
-	require.EqualValues(t, marked, s.fab.links[down].ceMarks)
-	require.Greater(t, s.fab.links[down].peakQueue, int64(20<<10))
+	down := s.topo.sws[0].down[0]
+	require.EqualValues(t, marked, s.links[down].ceMarks)
+	require.Greater(t, s.links[down].peakQueue, int64(20<<10))
 }
 
 // RED marks nothing below Kmin, everything above Kmax, and about
 // Pmax·(q−Kmin)/(Kmax−Kmin) in between.
 func TestRedMarking(t *testing.T) {
 	c := ECNConfig{Mode: "red", Kmin: 10000, Kmax: 50000, Pmax: 0.5}
-	require.NoError(t, c.validate())
+	require.NoError(t, c.Validate())
 	m := newMarker(&c, 1, 2)
 	for i := 0; i < 1000; i++ {
 		require.False(t, m.mark(9999))
@@ -120,9 +122,9 @@ topology: {leaves: 1, hosts_per_leaf: 3, spines: 1, buffer: 20KiB}
 		2: spaced(100, 1, 0, 200, 1, 0, 4000),
 	}
 	s, w := probeSim(t, yaml, script)
-	down := &s.fab.links[s.fab.topo.sws[0].down[0]]
+	down := &s.links[s.topo.sws[0].down[0]]
 	require.Greater(t, down.bufferDrops, uint64(50))
-	require.EqualValues(t, 200, uint64(len(w.hosts[0].got))+down.bufferDrops)
+	require.EqualValues(t, 200, uint64(len(w[0].got))+down.bufferDrops)
 	require.LessOrEqual(t, down.peakQueue, int64(20<<10))
 }
 
@@ -155,12 +157,12 @@ func TestFabricFailedLinkDrops(t *testing.T) {
 	healthy, _ := probeSim(t, twoLeaves, script)
 	counts := uplinkCounts(healthy)
 	failed, w := probeSim(t, twoLeaves+"failures: [{link: \"p0:leaf0-spine1\", at: 0}]\n", script)
-	lost := failed.fab.links[failed.fab.topo.sws[0].up[1]].downDrops
+	lost := failed.links[failed.topo.sws[0].up[1]].downDrops
 	require.Equal(t, counts[1], lost, "every packet hashed onto spine 1 is dropped")
-	require.EqualValues(t, n-counts[1], len(w.hosts[1].got))
-	for _, r := range w.hosts[1].got {
-		k := flowKey{src: hostIP(0, 0), dst: hostIP(1, 0), sport: r.entropy, dport: 4794}
-		require.NotEqual(t, 1, ecmpPick(ecmpHash(failed.fab.topo.sws[0].salt, k), 4), "port %d arrived over the failed spine", r.entropy)
+	require.EqualValues(t, n-counts[1], len(w[1].got))
+	for _, r := range w[1].got {
+		k := flowKey{src: HostIP(0, 0), dst: HostIP(1, 0), sport: r.entropy, dport: 4794}
+		require.NotEqual(t, 1, ecmpPick(ecmpHash(failed.topo.sws[0].salt, k), 4), "port %d arrived over the failed spine", r.entropy)
 	}
 }
 
@@ -175,7 +177,7 @@ topology: {leaves: 2, hosts_per_leaf: 1, spines: 4, reconvergence: 100us}
 failures: [{link: "p0:leaf0-spine1", at: 0}]
 `
 	_, w := probeSim(t, yaml, script)
-	got := w.hosts[1].got
+	got := w[1].got
 	lost := n - len(got)
 	// Spine 1 carries about a quarter of the ports; it is used for the
 	// first 100 µs of 400 µs of sending: about 50 packets lost.
@@ -198,11 +200,11 @@ failures: [{plane: 1, at: 100us, recover: 300us}]
 `
 	var sends []probeSend
 	for i := 0; i < 400; i++ {
-		sends = append(sends, probeSend{at: Time(i) * 1000, dst: 1, entropy: uint16(i), plane: uint8(i % 2), n: 1000})
+		sends = append(sends, probeSend{at: mr.Time(i) * 1000, dst: 1, entropy: uint16(i), plane: uint8(i % 2), n: 1000})
 	}
 	_, w := probeSim(t, yaml, map[int][]probeSend{0: sends})
 	byPlane := [2]int{}
-	for _, r := range w.hosts[1].got {
+	for _, r := range w[1].got {
 		byPlane[r.plane]++
 	}
 	require.Equal(t, 200, byPlane[0])
@@ -216,11 +218,11 @@ func TestFabricRandomLoss(t *testing.T) {
 	const n = 4000
 	script := map[int][]probeSend{0: spaced(n, 200, 1, 1000, 1, 0, 500)}
 	_, w := probeSim(t, twoLeaves+"loss: {rate: 0.1, where: host-down}\n", script)
-	require.InDelta(t, 0.9*n, len(w.hosts[1].got), 0.02*n)
+	require.InDelta(t, 0.9*n, len(w[1].got), 0.02*n)
 	// Bursty loss: mean burst 1/0.25 = 4 packets, long-run rate 0.02/(0.02+0.25).
 	_, w = probeSim(t, twoLeaves+"loss: {where: host-down, bursty: {p_good_bad: 0.02, p_bad_good: 0.25, loss_bad: 1}}\n", script)
 	rate := 0.02 / 0.27
-	require.InDelta(t, (1-rate)*n, len(w.hosts[1].got), 0.03*n)
+	require.InDelta(t, (1-rate)*n, len(w[1].got), 0.03*n)
 }
 
 // Back to back: two hosts, one cable per plane, no switch.
@@ -230,12 +232,12 @@ duration: 1ms
 topology: {kind: back-to-back, planes: 2, link_delay: 2us}
 `
 	s, w := probeSim(t, yaml, map[int][]probeSend{0: {{at: 0, dst: 1, entropy: 7, plane: 1, n: 1000}}})
-	require.Len(t, w.hosts[1].got, 1)
-	r := w.hosts[1].got[0]
+	require.Len(t, w[1].got, 1)
+	r := w[1].got[0]
 	require.EqualValues(t, 1, r.plane)
 	// 1066 B at 100 Gb/s (85.28 ns, rounded up) + 2 µs.
 	require.EqualValues(t, 2086, r.at)
-	require.Equal(t, 1, s.fab.topo.maxHops)
+	require.Equal(t, 1, s.topo.maxHops)
 }
 
 // Loss on one named link: everything crossing it is lost, nothing else;
@@ -243,13 +245,11 @@ topology: {kind: back-to-back, planes: 2, link_delay: 2us}
 func TestFabricPerLinkLoss(t *testing.T) {
 	script := map[int][]probeSend{0: spaced(100, 500, 1, 1000, 1, 0, 500), 1: spaced(100, 500, 0, 1000, 1, 0, 500)}
 	s, w := probeSim(t, twoLeaves+"loss: {links: {\"p0:host1-leaf1\": 1}}\n", script)
-	require.Empty(t, w.hosts[1].got, "host 1's link loses everything, both ways")
-	require.Empty(t, w.hosts[0].got)
-	require.EqualValues(t, 200, s.fab.Stats().LossDrops)
+	require.Empty(t, w[1].got, "host 1's link loses everything, both ways")
+	require.Empty(t, w[0].got)
+	require.EqualValues(t, 200, s.Stats().LossDrops)
 
-	e, err := Parse("x.yaml", []byte(twoLeaves+"loss: {links: {\"p0:host9-leaf1\": 1}}\nworkload: {kind: long-lived}\n"), nil)
-	require.NoError(t, err)
-	_, err = e.Execute(Options{})
+	_, _, _, err := buildProbe(twoLeaves+"loss: {links: {\"p0:host9-leaf1\": 1}}\n", nil)
 	require.ErrorContains(t, err, `no link named "p0:host9-leaf1"`)
 	require.ErrorContains(t, err, "e.g.")
 }

@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 import mr "github.com/metaroce/metaroce/metaroce"
 
@@ -97,7 +97,7 @@ func (f *Fabric) kick(h *host) {
 		p.sport, p.plane = uint16(meta.Entropy), uint8(int(meta.Plane)%len(h.ports))
 		p.ce, p.ect = false, true
 		f.hostTx++
-		if f.tap != nil && f.tap.host == h.id {
+		if f.tap != nil && f.tap.Host == h.id {
 			f.tap.packet(f.q.Now(), f, p, true)
 		}
 		port := &h.ports[p.plane]
@@ -120,8 +120,8 @@ func (f *Fabric) startTx(h *host, pi int) {
 	b := f.pool.at(pk).wireBytes()
 	f.pfcNote(pfcTx, port.link, b)
 	arrive, _, _ := l.enqueue(int64(f.q.Now())*1000, b, false)
-	f.q.push(mr.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(f.planes)+int32(pi), 0)
-	f.q.push(mr.Time(psToNs(arrive)), evArrive, port.link, pk)
+	f.q.Push(mr.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(f.planes)+int32(pi), 0)
+	f.q.Push(mr.Time(psToNs(arrive)), evArrive, port.link, pk)
 }
 
 // txDone: port gp (host·planes+plane) finished a packet.
@@ -154,7 +154,7 @@ func (f *Fabric) arm(h *host) {
 	}
 	h.timerGen++
 	h.timerAt = d
-	f.q.push(at, evTimer, h.id, h.timerGen)
+	f.q.Push(at, evTimer, h.id, h.timerGen)
 }
 
 func (f *Fabric) onTimer(hid, gen int32) {
@@ -175,7 +175,7 @@ func (f *Fabric) onTimer(hid, gen int32) {
 func (f *Fabric) deliver(pi int32) {
 	p := f.pool.at(pi)
 	h := &f.hosts[p.dst]
-	if f.tap != nil && f.tap.host == h.id {
+	if f.tap != nil && f.tap.Host == h.id {
 		f.tap.packet(f.q.Now(), f, p, false)
 	}
 	f.hostRx++

@@ -1,4 +1,4 @@
-package sim
+package fabric
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ type topology struct {
 // failures that name them checked against it. seed salts the ECMP hashes and
 // seeds every link's loss process and marker.
 func buildTopology(tc *TopologyConfig, loss *LossConfig, failures []FailureConfig, seed uint64) (*topology, error) {
-	t := &topology{kind: tc.Kind, hosts: tc.numHosts(), planes: tc.Planes, leaves: tc.Leaves,
+	t := &topology{kind: tc.Kind, hosts: tc.NumHosts(), planes: tc.Planes, leaves: tc.Leaves,
 		spines: tc.Spines, hostsPerLeaf: tc.HostsPerLeaf, cables: map[string][2]int32{}, modulo: tc.ECMP == "modulo"}
 	t.hostPorts = make([][]int32, t.hosts)
 	for h := range t.hostPorts {
@@ -192,9 +192,9 @@ func (t *topology) nameHint() string {
 // leafOf is the leaf a host hangs off (the same one in every plane).
 func (t *topology) leafOf(h int32) int32 { return h / int32(t.hostsPerLeaf) }
 
-// hostIP is host h's IPv4 address on plane p: 10.p.x.y with x.y = h+1
+// HostIP is host h's IPv4 address on plane p: 10.p.x.y with x.y = h+1
 // (host 0 is 10.p.0.1), one subnet per plane as multi-plane NICs have.
-func hostIP(h int32, p uint8) uint32 { return 10<<24 | uint32(p)<<16 | uint32(h+1)&0xffff }
+func HostIP(h int32, p uint8) uint32 { return 10<<24 | uint32(p)<<16 | uint32(h+1)&0xffff }
 
 // reconverge recomputes every leaf's routes from the links' current
 // states: a spine is a next hop towards leaf d while the uplink to it and
@@ -240,7 +240,7 @@ func (t *topology) route(sw *swtch, p *packet, dport uint16) int32 {
 	if t.modulo {
 		return g[int(p.sport)%len(g)]
 	}
-	k := flowKey{src: hostIP(p.src, p.plane), dst: hostIP(p.dst, p.plane), sport: p.sport, dport: dport}
+	k := flowKey{src: HostIP(p.src, p.plane), dst: HostIP(p.dst, p.plane), sport: p.sport, dport: dport}
 	return g[ecmpPick(ecmpHash(sw.salt, k), len(g))]
 }
 
