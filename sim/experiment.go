@@ -461,7 +461,7 @@ func (e *Experiment) applyBaseline(res *Results) {
 // sameValue compares a row value with a baseline value from the file,
 // numerically when both are numbers.
 func sameValue(v any, want string) bool {
-	if f, ok := toFloat(v); ok {
+	if f, ok := Number(v); ok {
 		if w, err := strconv.ParseFloat(strings.TrimSpace(want), 64); err == nil {
 			return f == w
 		}

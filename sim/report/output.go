@@ -1,7 +1,10 @@
-package sim
+// Package report presents an execution's results: the table the CLI
+// prints, the CSV files and the PNG plots that --out writes. It reads
+// sim.Results and nothing else of the simulator, and it is the only part
+// of it that draws: gonum/plot is imported here and nowhere below.
+package report
 
 import (
-	"bufio"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -10,26 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-)
 
-// WriteJSON writes one JSON object per row, one per line.
-func (r *Results) WriteJSON(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	for _, row := range r.Rows {
-		b, err := row.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		bw.Write(b)
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
-}
+	"github.com/metaroce/metaroce/sim"
+)
 
 // columns are the fields the table and the CSV show: transport, the
 // swept keys, then report.columns (default goodput_gbps, link_gbps,
 // efficiency).
-func (r *Results) columns() []string {
+func columns(r *sim.Results) []string {
 	cols := append([]string{"transport"}, r.SweepKeys...)
 	extra := r.Cfg.Report.Columns
 	if len(extra) == 0 {
@@ -47,15 +38,15 @@ func (r *Results) columns() []string {
 	return cols
 }
 
-// WriteTable writes a readable table of the rows.
-func (r *Results) WriteTable(w io.Writer) error {
+// WriteTable writes a readable table of r's rows to w.
+func WriteTable(w io.Writer, r *sim.Results) error {
 	fmt.Fprintf(w, "%s", r.Experiment)
 	if d := strings.TrimSpace(r.Cfg.Description); d != "" {
 		fmt.Fprintf(w, ": %s", strings.SplitN(d, "\n", 2)[0])
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cols := r.columns()
+	cols := columns(r)
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	for _, row := range r.Rows {
 		for _, c := range cols {
@@ -92,36 +83,22 @@ func csvValue(v any) string {
 	case nil:
 		return ""
 	case float64:
-		return formatFloat(x)
+		return sim.FormatFloat(x)
 	}
 	return fmt.Sprint(v)
 }
 
-// WriteJSONFile writes the JSON rows to DIR/<experiment>.jsonl.
-func (r *Results) WriteJSONFile(dir string) (string, error) {
-	name := filepath.Join(dir, r.Experiment+".jsonl")
-	f, err := os.Create(name)
-	if err != nil {
-		return "", err
-	}
-	if err := r.WriteJSON(f); err != nil {
-		f.Close()
-		return "", err
-	}
-	return name, f.Close()
-}
-
-// WriteCSV writes DIR/<experiment>.csv (every scalar field of every row)
+// WriteCSV writes r to DIR/<experiment>.csv (every scalar field of every row)
 // and, when runs have time series, DIR/<experiment>-series.csv (one line
 // per run and sample: the run's transport and swept keys, then t_us and
 // each series).
-func (r *Results) WriteCSV(dir string) ([]string, error) {
+func WriteCSV(r *sim.Results, dir string) ([]string, error) {
 	var files []string
 	var keys []string
 	seen := map[string]bool{}
 	for _, row := range r.Rows {
 		for _, f := range row {
-			if _, isSeries := f.Value.(Row); isSeries || seen[f.Key] {
+			if _, isSeries := f.Value.(sim.Row); isSeries || seen[f.Key] {
 				continue
 			}
 			seen[f.Key] = true
@@ -150,7 +127,7 @@ func (r *Results) WriteCSV(dir string) ([]string, error) {
 		if !ok {
 			continue
 		}
-		series := sv.(Row)
+		series := sv.(sim.Row)
 		id := []string{}
 		idKeys := append([]string{"transport"}, r.SweepKeys...)
 		for _, k := range idKeys {
@@ -170,7 +147,7 @@ func (r *Results) WriteCSV(dir string) ([]string, error) {
 			for _, f := range series {
 				xs := f.Value.([]float64)
 				if i < len(xs) {
-					l = append(l, formatFloat(xs[i]))
+					l = append(l, sim.FormatFloat(xs[i]))
 				} else {
 					l = append(l, "")
 				}

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"fmt"
@@ -10,18 +10,20 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/metaroce/metaroce/sim"
 )
 
-// WritePlots draws report.plots as PNGs in dir (a default plot of goodput
+// WritePlots draws r's report.plots as PNGs in dir (a default plot of goodput
 // when the file asks for none) and returns the files written.
-func (r *Results) WritePlots(dir string) ([]string, error) {
+func WritePlots(r *sim.Results, dir string) ([]string, error) {
 	plots := r.Cfg.Report.Plots
 	if len(plots) == 0 {
 		x := "transport"
 		if len(r.SweepKeys) > 0 {
 			x = r.SweepKeys[len(r.SweepKeys)-1]
 		}
-		plots = []PlotConfig{{Kind: "line", X: x, Y: "goodput_gbps", Series: []string{"transport"}}}
+		plots = []sim.PlotConfig{{Kind: "line", X: x, Y: "goodput_gbps", Series: []string{"transport"}}}
 	}
 	var files []string
 	for _, pc := range plots {
@@ -32,9 +34,9 @@ func (r *Results) WritePlots(dir string) ([]string, error) {
 		file := filepath.Join(dir, name+".png")
 		var err error
 		if pc.Kind == "series" {
-			err = r.plotSeries(pc, file)
+			err = plotSeries(r, pc, file)
 		} else {
-			err = r.plotLine(pc, file)
+			err = plotLine(r, pc, file)
 		}
 		if err != nil {
 			return files, fmt.Errorf("plot %s: %w", file, err)
@@ -44,7 +46,7 @@ func (r *Results) WritePlots(dir string) ([]string, error) {
 	return files, nil
 }
 
-func newPlot(pc PlotConfig, title, x, y string) *plot.Plot {
+func newPlot(pc sim.PlotConfig, title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	if pc.Title != "" {
@@ -63,7 +65,7 @@ func newPlot(pc PlotConfig, title, x, y string) *plot.Plot {
 }
 
 // label names a line by the values of keys in row.
-func label(row Row, keys []string) string {
+func label(row sim.Row, keys []string) string {
 	var parts []string
 	for _, k := range keys {
 		v, _ := row.Get(k)
@@ -79,7 +81,7 @@ func label(row Row, keys []string) string {
 
 // plotLine: one line per distinct value of the series keys, points (x, y)
 // from the rows; a non-numeric x becomes the points' order.
-func (r *Results) plotLine(pc PlotConfig, file string) error {
+func plotLine(r *sim.Results, pc sim.PlotConfig, file string) error {
 	p := newPlot(pc, r.Experiment, pc.X, pc.Y)
 	type line struct {
 		name string
@@ -95,7 +97,7 @@ func (r *Results) plotLine(pc PlotConfig, file string) error {
 			continue
 		}
 		xv, _ := row.Get(pc.X)
-		x, ok := toFloat(xv)
+		x, ok := sim.Number(xv)
 		if !ok {
 			c := fmt.Sprint(xv)
 			if _, seen := catIdx[c]; !seen {
@@ -137,7 +139,7 @@ func (r *Results) plotLine(pc PlotConfig, file string) error {
 }
 
 // plotSeries: one line per run, time on x, the named series on y.
-func (r *Results) plotSeries(pc PlotConfig, file string) error {
+func plotSeries(r *sim.Results, pc sim.PlotConfig, file string) error {
 	p := newPlot(pc, r.Experiment, "time (µs)", pc.Y)
 	keys := pc.Series
 	if len(keys) == 0 {
@@ -149,7 +151,7 @@ func (r *Results) plotSeries(pc PlotConfig, file string) error {
 		if !ok {
 			continue
 		}
-		series := sv.(Row)
+		series := sv.(sim.Row)
 		tv, ok1 := series.Get("t_us")
 		yv, ok2 := series.Get(pc.Y)
 		if !ok1 || !ok2 {
