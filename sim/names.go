@@ -4,6 +4,7 @@ import (
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/sim/fabric"
 	"github.com/metaroce/metaroce/sim/units"
+	"github.com/metaroce/metaroce/sim/workload"
 )
 
 // The simulator's vocabulary that its lower layers define, under the
@@ -19,6 +20,11 @@ type (
 	Size = units.Size
 	// Frame is a packet as --pcap sees it.
 	Frame = fabric.Frame
+	// ConnRef names a connection in a World: the index of the Dial that
+	// opened it.
+	ConnRef = workload.ConnRef
+	// Completion is a finished message, at either end of its connection.
+	Completion = workload.Completion
 )
 
 // NeverDuration is how "never" decodes.

@@ -7,6 +7,7 @@ import (
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/sim/event"
 	"github.com/metaroce/metaroce/sim/fabric"
+	"github.com/metaroce/metaroce/sim/workload"
 )
 
 // The run's own events, after the fabric's kinds (the fabric handles
@@ -29,7 +30,7 @@ type Sim struct {
 	fab *fabric.Fabric
 
 	world   World
-	wl      workload
+	wl      workload.Workload
 	ops     []Op             // workload.ops, in rotation
 	opNext  []uint32         // messages posted so far per connection, when len(ops) > 1
 	sink    func(Completion) // s.onCompletion, bound once (a method value allocates)
@@ -64,13 +65,13 @@ func newSim(rs runSpec) (*Sim, error) {
 		return nil, err
 	}
 	s.fab = fab
-	wl, err := newWorkload(cfg, fab.Hosts())
+	wl, err := workload.New(&cfg.Workload, workloadSpec(cfg, fab))
 	if err != nil {
 		return nil, err
 	}
 	s.wl = wl
 	env := WorldEnv{Hosts: fab.Hosts(), Planes: cfg.Topology.Planes, MTU: cfg.Transport.MTU, NICGbps: cfg.Topology.NICGbps,
-		MaxMessage: wl.maxMessage(), Outstanding: cfg.Workload.Outstanding, Seed: cfg.Seed, Ops: cfg.Workload.ops()}
+		MaxMessage: wl.MaxMessage(), Outstanding: cfg.Workload.Outstanding, Seed: cfg.Seed, Ops: workloadOps(&cfg.Workload)}
 	s.ops = env.Ops
 	world, err := rs.transport.NewWorld(env, rs.params)
 	if err != nil {
@@ -83,9 +84,6 @@ func newSim(rs runSpec) (*Sim, error) {
 	s.baseRTT = fab.BaseRTT(data, ack)
 	return s, nil
 }
-
-// Now is the run's virtual time.
-func (s *Sim) Now() mr.Time { return s.q.Now() }
 
 // run executes the run to its end and returns its result.
 func (s *Sim) run() (*runResult, error) {
@@ -102,7 +100,7 @@ func (s *Sim) run() (*runResult, error) {
 // start opens the workload's connections and schedules the run's fixed
 // events.
 func (s *Sim) start() error {
-	if err := s.wl.setup(s); err != nil {
+	if err := s.wl.Setup(s); err != nil {
 		return err
 	}
 	s.fab.KickAll()
@@ -121,19 +119,19 @@ func (s *Sim) runUntil(limit mr.Time) {
 		s.events++
 		switch e.Kind {
 		case evSample:
-			s.wl.sample(s)
+			s.wl.Sample(s)
 			if next := s.Now() + s.cfg.Bin.T(); next <= s.end {
 				s.q.Push(next, evSample, 0, 0)
 			}
 		case evBegin:
-			s.wl.begin(s)
+			s.wl.Begin(s)
 			s.fab.FlushDirty()
 		case evStop:
 			s.stopped = true
 		default:
 			s.fab.Handle(&e)
 		}
-		if s.finishAt == mr.Never && s.wl.finished() {
+		if s.finishAt == mr.Never && s.wl.Finished() {
 			s.finishAt = s.Now()
 			s.stopped = true
 		}
@@ -153,5 +151,5 @@ func (s *Sim) onCompletion(c Completion) {
 	if !c.OK {
 		s.failedWRs++
 	}
-	s.wl.completion(s, c)
+	s.wl.OnCompletion(s, c)
 }

@@ -169,22 +169,6 @@ func (q *idQueue) pop() uint32 {
 	return v
 }
 
-// ConnRef names a connection in a World: the index of the Dial that
-// opened it.
-type ConnRef int32
-
-// Completion is a finished message, at either end of its connection.
-type Completion struct {
-	Conn ConnRef
-	// Recv: the message arrived (all of it placed where it goes: at the
-	// peer, or for a READ at the dialer); otherwise: the sender learned it
-	// was delivered (its own completion).
-	Recv  bool
-	ID    uint32 // what Post was given
-	Bytes int
-	OK    bool // false: the work request failed (any error status)
-}
-
 // World is every host's endpoint of one transport in one run. All calls
 // come from the run's goroutine.
 type World interface {

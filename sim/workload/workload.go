@@ -1,45 +1,113 @@
-package sim
+// Package workload is the applications the simulator runs on its hosts:
+// long-lived streams, incast, and the collectives. A workload opens
+// connections, posts messages and reacts to completions through Env, the
+// run as its application sees it (never a transport or the fabric
+// directly), and it turns what it saw into the run's figures.
+package workload
 
 import (
 	"fmt"
 
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/sim/units"
 )
 
-// workload is the application running on the hosts: it opens connections,
-// posts messages and reacts to completions, and it turns what it saw into
-// the run's figures. Its calls come from the run's goroutine; it posts
-// through the Sim (s.post), never into a transport directly.
-type workload interface {
-	// maxMessage is the largest message it will post.
-	maxMessage() int
-	// setup opens the connections, at time 0.
-	setup(s *Sim) error
-	// begin posts the first messages, at workload.start.
-	begin(s *Sim)
-	// completion handles one completion.
-	completion(s *Sim, c Completion)
-	// sample is called every bin.
-	sample(s *Sim)
-	// finished reports whether a finite workload is done.
-	finished() bool
-	// report adds the workload's figures to the result.
-	report(s *Sim, r *runResult)
+// Workload is the application running on the hosts. Its calls come from
+// the run's goroutine, in event order.
+type Workload interface {
+	// MaxMessage is the largest message it will post.
+	MaxMessage() int
+	// Setup opens the connections, at time 0.
+	Setup(s Env) error
+	// Begin posts the first messages, at workload.start.
+	Begin(s Env)
+	// OnCompletion handles one completion.
+	OnCompletion(s Env, c Completion)
+	// Sample is called every bin.
+	Sample(s Env)
+	// Finished reports whether a finite workload is done.
+	Finished() bool
+	// Report adds the workload's figures to the result.
+	Report(s Env, r Figures)
 }
 
-func newWorkload(c *Config, hosts int) (workload, error) {
-	w := &c.Workload
+// Env is the run as a workload sees it.
+type Env interface {
+	// Now is the run's virtual time.
+	Now() mr.Time
+	// Dial opens a connection from host src to host dst (see
+	// sim.World.Dial).
+	Dial(src, dst int) (ConnRef, error)
+	// Post sends a message of n bytes from host src on c; id comes back in
+	// its completions. The run picks its operation (workload.ops) and
+	// counts a post the transport refuses.
+	Post(c ConnRef, src, n int, id uint32)
+	// Delivered is the payload placed so far by c's messages.
+	Delivered(c ConnRef) uint64
+	// BaseRTT is the round trip of a data packet and its ACK over the
+	// idle fabric's longest route.
+	BaseRTT() mr.Time
+	// TakeBinPeak returns the peak queue in bytes on the links into host
+	// h since the last call, and starts over.
+	TakeBinPeak(h int) int64
+	// HostPortsUp counts the hosts' NIC ports whose link is up, of all.
+	HostPortsUp() (up, all int)
+}
+
+// Figures receives a run's results: figures in order, and time series on
+// one time axis (t_us first).
+type Figures interface {
+	Add(key string, v any)
+	AddSeries(key string, v []float64)
+}
+
+// ConnRef names a connection of a run: the index of the Dial that opened
+// it.
+type ConnRef int32
+
+// Completion is a finished message, at either end of its connection.
+type Completion struct {
+	Conn ConnRef
+	// Recv: the message arrived (all of it placed where it goes: at the
+	// peer, or for a READ at the dialer); otherwise: the sender learned it
+	// was delivered (its own completion).
+	Recv  bool
+	ID    uint32 // what Post was given
+	Bytes int
+	OK    bool // false: the work request failed (any error status)
+}
+
+// Spec is what a workload knows of its run beyond its own configuration.
+type Spec struct {
+	Hosts, Leaves, HostsPerLeaf int     // the fabric (host h under leaf h / HostsPerLeaf)
+	Planes                      int     // NIC ports per host
+	NICGbps                     float64 // each NIC port's rate
+	MTU                         int     // transport.mtu
+	Warmup, Bin, End            mr.Time // excluded from steady-state averages; sampling interval; the run's end
+	Failures                    []Failure
+}
+
+// Failure is one of the run's scheduled failures, as the figures judge
+// recovery from it.
+type Failure struct {
+	At, Recover units.Duration // Recover is never when it does not recover
+}
+
+// New returns the workload c describes for a run of sp.
+func New(c *Config, sp *Spec) (Workload, error) {
+	w := c
+	hosts := sp.Hosts
 	switch w.Kind {
 	case "long-lived":
 		if hosts < 2 {
 			return nil, fmt.Errorf("workload long-lived needs at least 2 hosts")
 		}
-		return &longLived{cfg: w}, nil
+		return &longLived{cfg: w, sp: sp}, nil
 	case "incast":
 		if w.Senders < 1 || w.Senders >= hosts {
 			return nil, fmt.Errorf("workload.senders = %d, want 1..%d (hosts - 1)", w.Senders, hosts-1)
 		}
-		return &incast{cfg: w}, nil
+		return &incast{cfg: w, sp: sp}, nil
 	case "all-to-all", "allreduce":
 		n := w.Hosts
 		if n == 0 {
@@ -48,32 +116,12 @@ func newWorkload(c *Config, hosts int) (workload, error) {
 		if n < 2 || n > hosts {
 			return nil, fmt.Errorf("workload.hosts = %d, want 2..%d", w.Hosts, hosts)
 		}
-		if w.Size < Size(n*w.Channels) { // channels >= 1 (checked with the defaults)
+		if w.Size < units.Size(n*w.Channels) { // channels >= 1 (checked with the defaults)
 			return nil, fmt.Errorf("workload.size = %v, want at least one byte per rank and channel (%d)", w.Size, n*w.Channels)
 		}
-		return &collective{cfg: w, ranks: n, kind: w.Kind, channels: w.Channels}, nil
+		return &collective{cfg: w, sp: sp, ranks: n, kind: w.Kind, channels: w.Channels}, nil
 	}
 	return nil, fmt.Errorf("unknown workload %q", w.Kind)
-}
-
-// post sends a message from the workload and marks the host for a kick.
-// Its operation comes from workload.ops: the k-th message on connection c
-// uses ops[(c+k) mod len(ops)], so that every connection, even one that
-// posts a single message, sees the mix.
-func (s *Sim) post(c ConnRef, src int, n int, id uint32) {
-	op := s.ops[0]
-	if len(s.ops) > 1 {
-		for int(c) >= len(s.opNext) {
-			s.opNext = append(s.opNext, 0)
-		}
-		op = s.ops[(int(c)+int(s.opNext[c]))%len(s.ops)]
-		s.opNext[c]++
-	}
-	if err := s.world.Post(s.Now(), c, op, n, id); err != nil {
-		s.postErrors++
-		return
-	}
-	s.fab.Posted(src)
 }
 
 // flow is one connection's traffic and its bookkeeping.
@@ -108,13 +156,13 @@ func (m *meter) track(ref ConnRef, group int) {
 	m.groups = max(m.groups, group+1)
 }
 
-func (m *meter) sample(s *Sim) {
+func (m *meter) sample(s Env, sp *Spec) {
 	if n := len(m.t); n > 0 && m.t[n-1] >= s.Now() {
 		return
 	}
 	if m.t == nil {
 		// Every bin's slot up front: sampling allocates nothing after.
-		bins := int(s.end/s.cfg.Bin.T()) + 2
+		bins := int(sp.End/sp.Bin) + 2
 		m.t = make([]mr.Time, 0, bins)
 		m.total = make([]float64, 0, bins)
 	}
@@ -124,7 +172,7 @@ func (m *meter) sample(s *Sim) {
 		row = make([]float64, m.groups)
 	}
 	for i, r := range m.refs {
-		d := s.world.Delivered(r)
+		d := s.Delivered(r)
 		delta := d - m.last[i]
 		m.last[i] = d
 		tot += delta
@@ -174,14 +222,14 @@ func (m *meter) windowRate(j, k int) float64 {
 // settleBins is the window over which "from then on" criteria
 // (convergence, recovery) judge goodput: about 4 base RTTs, so that a
 // single bin's packet granularity does not decide them.
-func settleBins(s *Sim) int {
-	return max(1, int((4*s.baseRTT+s.cfg.Bin.T()-1)/s.cfg.Bin.T()))
+func settleBins(s Env, sp *Spec) int {
+	return max(1, int((4*s.BaseRTT()+sp.Bin-1)/sp.Bin))
 }
 
 // settledFrom returns the first bin i starting at or after from such that
 // every window of k bins lying after bin i's start, up to the bin ending
 // at to, satisfies ok(j) (j the window's last bin); -1 if there is none.
-func (m *meter) settledFrom(from, to Time, k int, ok func(j int) bool) int {
+func (m *meter) settledFrom(from, to mr.Time, k int, ok func(j int) bool) int {
 	last := -1
 	for j := range m.t {
 		if m.t[j] <= to {
@@ -254,12 +302,12 @@ func jain(xs []float64) float64 {
 }
 
 // capacityGbps is the NIC capacity of n hosts: planes × nic rate each.
-func capacityGbps(c *Config, n int) float64 {
-	return float64(n*c.Topology.Planes) * c.Topology.NICGbps
+func capacityGbps(sp *Spec, n int) float64 {
+	return float64(n*sp.Planes) * sp.NICGbps
 }
 
 // fctFigures adds completion-time percentiles of finished flows.
-func fctFigures(r *runResult, flows []flow) {
+func fctFigures(r Figures, flows []flow) {
 	var fcts []float64
 	unfinished := 0
 	for i := range flows {
@@ -275,8 +323,8 @@ func fctFigures(r *runResult, flows []flow) {
 	if len(fcts) == 0 && unfinished == 0 {
 		return
 	}
-	r.add("fct_p50_us", percentile(fcts, 50))
-	r.add("fct_p99_us", percentile(fcts, 99))
-	r.add("fct_max_us", percentile(fcts, 100))
-	r.add("unfinished_flows", unfinished)
+	r.Add("fct_p50_us", percentile(fcts, 50))
+	r.Add("fct_p99_us", percentile(fcts, 99))
+	r.Add("fct_max_us", percentile(fcts, 100))
+	r.Add("unfinished_flows", unfinished)
 }

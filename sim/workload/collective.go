@@ -1,4 +1,4 @@
-package sim
+package workload
 
 import mr "github.com/metaroce/metaroce/metaroce"
 
@@ -37,7 +37,8 @@ import mr "github.com/metaroce/metaroce/metaroce"
 // nccl-tests prints GB/s. first_iter_us is the first iteration's time,
 // warm-up or not: the cold start.
 type collective struct {
-	cfg       *WorkloadConfig
+	cfg       *Config
+	sp        *Spec
 	kind      string
 	ranks     int
 	channels  int
@@ -64,13 +65,13 @@ func (w *collective) chunk() int {
 }
 
 // maxMessage is the largest channel slice of a chunk.
-func (w *collective) maxMessage() int {
+func (w *collective) MaxMessage() int {
 	return (w.chunk() + w.channels - 1) / w.channels
 }
 
 // dial opens a connection from rank i to rank j for channel ch.
-func (w *collective) dial(s *Sim, i, j, ch int) (ConnRef, error) {
-	ref, err := s.world.Dial(s.Now(), w.host(s, i), w.host(s, j))
+func (w *collective) dial(s Env, i, j, ch int) (ConnRef, error) {
+	ref, err := s.Dial(w.host(s, i), w.host(s, j))
 	if err != nil {
 		return 0, err
 	}
@@ -82,7 +83,7 @@ func (w *collective) dial(s *Sim, i, j, ch int) (ConnRef, error) {
 	return ref, nil
 }
 
-func (w *collective) setup(s *Sim) error {
+func (w *collective) Setup(s Env) error {
 	n, nc := w.ranks, w.channels
 	chunk := w.chunk()
 	w.part = make([]int, nc)
@@ -128,10 +129,10 @@ func (w *collective) setup(s *Sim) error {
 	return nil
 }
 
-func (w *collective) begin(s *Sim) { w.startIter(s) }
+func (w *collective) Begin(s Env) { w.startIter(s) }
 
 // startIter starts iteration w.iter on every rank.
-func (w *collective) startIter(s *Sim) {
+func (w *collective) startIter(s Env) {
 	w.iterStart = s.Now()
 	w.ranksDone = 0
 	clear(w.recvd)
@@ -139,7 +140,7 @@ func (w *collective) startIter(s *Sim) {
 	if w.kind == "allreduce" {
 		for c := 0; c < nc; c++ {
 			for i := 0; i < n; i++ {
-				s.post(w.conns[c*n+i], w.host(s, i), w.part[c], 0)
+				s.Post(w.conns[c*n+i], w.host(s, i), w.part[c], 0)
 			}
 		}
 		return
@@ -154,13 +155,13 @@ func (w *collective) startIter(s *Sim) {
 			for c := 0; c < nc; c++ {
 				ref := w.conns[(i*n+(i+j)%n)*nc+c]
 				w.sentAt[ref] = s.Now()
-				s.post(ref, w.host(s, i), w.part[c], 0)
+				s.Post(ref, w.host(s, i), w.part[c], 0)
 			}
 		}
 	}
 }
 
-func (w *collective) completion(s *Sim, c Completion) {
+func (w *collective) OnCompletion(s Env, c Completion) {
 	if !c.Recv || !c.OK {
 		return
 	}
@@ -170,7 +171,7 @@ func (w *collective) completion(s *Sim, c Completion) {
 		// This channel's ring moves on: rank forwards the next step.
 		if k := int(c.ID) + 1; k < w.steps {
 			ch := w.chanOf[c.Conn]
-			s.post(w.conns[ch*n+rank], w.host(s, rank), w.part[ch], uint32(k))
+			s.Post(w.conns[ch*n+rank], w.host(s, rank), w.part[ch], uint32(k))
 		}
 	} else {
 		if w.iter >= w.cfg.WarmupIters {
@@ -202,35 +203,35 @@ func (w *collective) completion(s *Sim, c Completion) {
 // neighbours in the ring share a leaf; spread deals the ranks out over the
 // leaves in turn (rank r on leaf r mod leaves), as when a job's ranks sit in
 // different racks and every ring hop crosses the spines.
-func (w *collective) host(s *Sim, r int) int {
-	if w.cfg.Placement != "spread" || s.fab.Leaves() < 2 {
+func (w *collective) host(s Env, r int) int {
+	if w.cfg.Placement != "spread" || w.sp.Leaves < 2 {
 		return r
 	}
-	l := s.fab.Leaves()
-	return (r%l)*s.fab.HostsPerLeaf() + r/l
+	l := w.sp.Leaves
+	return (r%l)*w.sp.HostsPerLeaf + r/l
 }
 
-func (w *collective) sample(*Sim) {}
+func (w *collective) Sample(Env) {}
 
-func (w *collective) finished() bool { return w.doneAt != mr.Never }
+func (w *collective) Finished() bool { return w.doneAt != mr.Never }
 
-func (w *collective) report(s *Sim, r *runResult) {
+func (w *collective) Report(s Env, r Figures) {
 	n := float64(w.ranks)
-	capGbps := capacityGbps(s.cfg, 1)
-	r.add("collective", w.kind)
-	r.add("ranks", w.ranks)
-	r.add("size_bytes", int64(w.cfg.Size))
-	r.add("channels", w.channels)
-	r.add("iters", w.cfg.Iters)
-	r.add("warmup_iters", w.cfg.WarmupIters)
+	capGbps := capacityGbps(w.sp, 1)
+	r.Add("collective", w.kind)
+	r.Add("ranks", w.ranks)
+	r.Add("size_bytes", int64(w.cfg.Size))
+	r.Add("channels", w.channels)
+	r.Add("iters", w.cfg.Iters)
+	r.Add("warmup_iters", w.cfg.WarmupIters)
 	if w.doneAt == mr.Never {
-		r.add("goodput_gbps", nil)
-		r.add("link_gbps", capGbps)
-		r.add("efficiency", nil)
-		r.add("completion_us", nil)
-		r.add("algbw_gbps", nil)
-		r.add("busbw_gbps", nil)
-		r.add("first_iter_us", nil)
+		r.Add("goodput_gbps", nil)
+		r.Add("link_gbps", capGbps)
+		r.Add("efficiency", nil)
+		r.Add("completion_us", nil)
+		r.Add("algbw_gbps", nil)
+		r.Add("busbw_gbps", nil)
+		r.Add("first_iter_us", nil)
 		return
 	}
 	var sum mr.Time
@@ -243,16 +244,16 @@ func (w *collective) report(s *Sim, r *runResult) {
 	if w.kind == "allreduce" {
 		bus = alg * 2 * (n - 1) / n
 	}
-	r.add("goodput_gbps", bus)
-	r.add("link_gbps", capGbps)
-	r.add("efficiency", bus/capGbps)
-	r.add("completion_us", t/1e3)
-	r.add("algbw_gbps", alg)
-	r.add("busbw_gbps", bus)
-	r.add("first_iter_us", float64(w.firstIter)/1e3)
+	r.Add("goodput_gbps", bus)
+	r.Add("link_gbps", capGbps)
+	r.Add("efficiency", bus/capGbps)
+	r.Add("completion_us", t/1e3)
+	r.Add("algbw_gbps", alg)
+	r.Add("busbw_gbps", bus)
+	r.Add("first_iter_us", float64(w.firstIter)/1e3)
 	if len(w.fcts) > 0 {
-		r.add("fct_p50_us", percentile(w.fcts, 50))
-		r.add("fct_p99_us", percentile(w.fcts, 99))
-		r.add("fct_max_us", percentile(w.fcts, 100))
+		r.Add("fct_p50_us", percentile(w.fcts, 50))
+		r.Add("fct_p99_us", percentile(w.fcts, 99))
+		r.Add("fct_max_us", percentile(w.fcts, 100))
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package workload
 
 import mr "github.com/metaroce/metaroce/metaroce"
 
@@ -8,7 +8,8 @@ import mr "github.com/metaroce/metaroce/metaroce"
 // from each host i to host i+H/2 mod H (pattern permutation), spread round
 // robin over the pairs.
 type longLived struct {
-	cfg   *WorkloadConfig
+	cfg   *Config
+	sp    *Spec
 	flows []flow
 	m     meter
 	left  int // flows with a target still running
@@ -17,10 +18,10 @@ type longLived struct {
 	snap []uint64
 }
 
-func (w *longLived) maxMessage() int { return int(w.cfg.MessageSize) }
+func (w *longLived) MaxMessage() int { return int(w.cfg.MessageSize) }
 
-func (w *longLived) setup(s *Sim) error {
-	h := s.fab.Hosts()
+func (w *longLived) Setup(s Env) error {
+	h := w.sp.Hosts
 	for i := 0; i < w.cfg.Connections; i++ {
 		src, dst := 0, 1
 		if w.cfg.Pattern == "permutation" {
@@ -30,7 +31,7 @@ func (w *longLived) setup(s *Sim) error {
 				dst = (src + 1) % h
 			}
 		}
-		ref, err := s.world.Dial(s.Now(), src, dst)
+		ref, err := s.Dial(src, dst)
 		if err != nil {
 			return err
 		}
@@ -43,7 +44,7 @@ func (w *longLived) setup(s *Sim) error {
 	return nil
 }
 
-func (w *longLived) begin(s *Sim) {
+func (w *longLived) Begin(s Env) {
 	for i := range w.flows {
 		f := &w.flows[i]
 		f.start = s.Now()
@@ -54,7 +55,7 @@ func (w *longLived) begin(s *Sim) {
 }
 
 // next posts f's next message, if it has one left.
-func (w *longLived) next(s *Sim, f *flow) {
+func (w *longLived) next(s Env, f *flow) {
 	n := int64(w.cfg.MessageSize)
 	if f.target > 0 {
 		n = min(n, f.target-f.posted)
@@ -64,10 +65,10 @@ func (w *longLived) next(s *Sim, f *flow) {
 	}
 	f.posted += n
 	f.inflight++
-	s.post(f.ref, f.src, int(n), 0)
+	s.Post(f.ref, f.src, int(n), 0)
 }
 
-func (w *longLived) completion(s *Sim, c Completion) {
+func (w *longLived) OnCompletion(s Env, c Completion) {
 	f := &w.flows[c.Conn]
 	if c.Recv {
 		f.arrived += int64(c.Bytes)
@@ -81,54 +82,54 @@ func (w *longLived) completion(s *Sim, c Completion) {
 	w.next(s, f)
 }
 
-func (w *longLived) sample(s *Sim) {
-	w.m.sample(s)
-	if w.snap == nil && len(s.cfg.Failures) > 0 {
-		at := s.cfg.Failures[0].At.T()
-		if s.Now() >= at+(s.end-at)/2 {
+func (w *longLived) Sample(s Env) {
+	w.m.sample(s, w.sp)
+	if w.snap == nil && len(w.sp.Failures) > 0 {
+		at := w.sp.Failures[0].At.T()
+		if s.Now() >= at+(w.sp.End-at)/2 {
 			w.snap = make([]uint64, len(w.flows))
 			for i := range w.flows {
-				w.snap[i] = s.world.Delivered(w.flows[i].ref)
+				w.snap[i] = s.Delivered(w.flows[i].ref)
 			}
 		}
 	}
 }
 
-func (w *longLived) finished() bool { return w.cfg.FlowSize > 0 && w.left == 0 }
+func (w *longLived) Finished() bool { return w.cfg.FlowSize > 0 && w.left == 0 }
 
-func (w *longLived) report(s *Sim, r *runResult) {
-	w.m.sample(s)
+func (w *longLived) Report(s Env, r Figures) {
+	w.m.sample(s, w.sp)
 	senders := 1
 	if w.cfg.Pattern == "permutation" {
-		senders = s.fab.Hosts()
+		senders = w.sp.Hosts
 	}
-	capGbps := capacityGbps(s.cfg, senders)
-	from := s.cfg.Warmup.T()
+	capGbps := capacityGbps(w.sp, senders)
+	from := w.sp.Warmup
 	goodput := w.m.avg(from, s.Now())
-	r.add("goodput_gbps", goodput)
-	r.add("link_gbps", capGbps)
-	r.add("efficiency", goodput/capGbps)
-	r.add("connections", len(w.flows))
-	if len(s.cfg.Failures) > 0 {
-		failureFigures(s, r, &w.m)
+	r.Add("goodput_gbps", goodput)
+	r.Add("link_gbps", capGbps)
+	r.Add("efficiency", goodput/capGbps)
+	r.Add("connections", len(w.flows))
+	if len(w.sp.Failures) > 0 {
+		failureFigures(s, w.sp, r, &w.m)
 		// Stalled: delivered nothing in the second half of the time after
 		// the failure (the application would notice these).
 		var stalled any
 		if w.snap != nil {
 			n := 0
 			for i := range w.flows {
-				if s.world.Delivered(w.flows[i].ref) == w.snap[i] && (w.flows[i].target == 0 || w.flows[i].done == mr.Never) {
+				if s.Delivered(w.flows[i].ref) == w.snap[i] && (w.flows[i].target == 0 || w.flows[i].done == mr.Never) {
 					n++
 				}
 			}
 			stalled = n
 		}
-		r.add("stalled_connections", stalled)
+		r.Add("stalled_connections", stalled)
 	}
 	fctFigures(r, w.flows)
 	t, g := w.m.series()
-	r.addSeries("t_us", t)
-	r.addSeries("goodput_gbps", g)
+	r.AddSeries("t_us", t)
+	r.AddSeries("goodput_gbps", g)
 }
 
 // failureFigures reports throughput before and after the first failure
@@ -137,36 +138,36 @@ func (w *longLived) report(s *Sim, r *runResult) {
 // least 90% of what the surviving NIC capacity allows (the goodput before
 // the failure times the share of host ports still up) in every window
 // from then on. null when it never is.
-func failureFigures(s *Sim, r *runResult, m *meter) {
-	f := s.cfg.Failures[0]
+func failureFigures(s Env, sp *Spec, r Figures, m *meter) {
+	f := sp.Failures[0]
 	at := f.At.T()
 	end := s.Now()
 	if !f.Recover.Never() && f.Recover.T() < end {
 		end = f.Recover.T()
 	}
-	before := m.avg(s.cfg.Warmup.T(), at)
+	before := m.avg(sp.Warmup, at)
 	after := m.avg(at+(end-at)/2, end)
-	up, all := s.fab.HostPortsUp()
+	up, all := s.HostPortsUp()
 	expected := before * float64(up) / float64(all)
-	k := settleBins(s)
+	k := settleBins(s, sp)
 	var recover any
 	if i := m.settledFrom(at, end, k, func(j int) bool { return m.windowRate(j, k) >= 0.9*expected }); i >= 0 {
-		recover = float64(m.binStart(i)-at) / float64(s.baseRTT)
+		recover = float64(m.binStart(i)-at) / float64(s.BaseRTT())
 	}
-	r.add("before_gbps", before)
-	r.add("after_gbps", after)
-	r.add("expected_after_gbps", expected)
-	r.add("recover_rtts", recover)
+	r.Add("before_gbps", before)
+	r.Add("after_gbps", after)
+	r.Add("expected_after_gbps", expected)
+	r.Add("recover_rtts", recover)
 	// The criterion: back to 70% of the rate before the failure.
 	var recover70 any
 	if i := m.settledFrom(at, end, k, func(j int) bool { return m.windowRate(j, k) >= 0.7*before }); i >= 0 {
-		recover70 = float64(m.binStart(i)-at) / float64(s.baseRTT)
+		recover70 = float64(m.binStart(i)-at) / float64(s.BaseRTT())
 	}
-	r.add("recover70_rtts", recover70)
+	r.Add("recover70_rtts", recover70)
 	// When the plane (or link) comes back: the rate over the second half
 	// of the time after its return, which the transport reaches only by
 	// re-probing its failed paths and using them again.
 	if rt := f.Recover.T(); !f.Recover.Never() && rt < s.Now() {
-		r.add("recovered_gbps", m.avg(rt+(s.Now()-rt)/2, s.Now()))
+		r.Add("recovered_gbps", m.avg(rt+(s.Now()-rt)/2, s.Now()))
 	}
 }

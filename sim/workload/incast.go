@@ -1,4 +1,4 @@
-package sim
+package workload
 
 import mr "github.com/metaroce/metaroce/metaroce"
 
@@ -7,7 +7,8 @@ import mr "github.com/metaroce/metaroce/metaroce"
 // are the receiver's goodput and Jain's fairness among the senders over
 // time, the peak queue, and the time to converge.
 type incast struct {
-	cfg   *WorkloadConfig
+	cfg   *Config
+	sp    *Spec
 	flows []flow
 	m     meter
 	left  int
@@ -15,12 +16,12 @@ type incast struct {
 	qpeak []float64 // per bin: the peak queue on the receiver's ports (its leaves' links to it), bytes
 }
 
-func (w *incast) maxMessage() int { return int(w.cfg.MessageSize) }
+func (w *incast) MaxMessage() int { return int(w.cfg.MessageSize) }
 
-func (w *incast) setup(s *Sim) error {
+func (w *incast) Setup(s Env) error {
 	w.m.keep = true
 	for i := 1; i <= w.cfg.Senders; i++ {
-		ref, err := s.world.Dial(s.Now(), i, 0)
+		ref, err := s.Dial(i, 0)
 		if err != nil {
 			return err
 		}
@@ -33,9 +34,9 @@ func (w *incast) setup(s *Sim) error {
 	return nil
 }
 
-func (w *incast) begin(s *Sim) {
+func (w *incast) Begin(s Env) {
 	w.start = s.Now()
-	ll := longLived{cfg: w.cfg}
+	ll := longLived{cfg: w.cfg, sp: w.sp}
 	for i := range w.flows {
 		f := &w.flows[i]
 		f.start = s.Now()
@@ -45,7 +46,7 @@ func (w *incast) begin(s *Sim) {
 	}
 }
 
-func (w *incast) completion(s *Sim, c Completion) {
+func (w *incast) OnCompletion(s Env, c Completion) {
 	f := &w.flows[c.Conn]
 	if c.Recv {
 		f.arrived += int64(c.Bytes)
@@ -56,48 +57,48 @@ func (w *incast) completion(s *Sim, c Completion) {
 		return
 	}
 	f.inflight--
-	ll := longLived{cfg: w.cfg}
+	ll := longLived{cfg: w.cfg, sp: w.sp}
 	ll.next(s, f)
 }
 
-func (w *incast) sample(s *Sim) {
+func (w *incast) Sample(s Env) {
 	n := len(w.m.t)
-	w.m.sample(s)
+	w.m.sample(s, w.sp)
 	if len(w.m.t) == n {
 		return
 	}
-	w.qpeak = append(w.qpeak, float64(s.fab.TakeBinPeak(0)))
+	w.qpeak = append(w.qpeak, float64(s.TakeBinPeak(0)))
 }
 
-func (w *incast) finished() bool { return w.cfg.FlowSize > 0 && w.left == 0 }
+func (w *incast) Finished() bool { return w.cfg.FlowSize > 0 && w.left == 0 }
 
 // fairnessBins is how many bins Jain's index is computed over: enough
 // that each sender's fair share is at least 8 full packets, so that the
 // index measures the transport and not the granularity of packets.
-func (w *incast) fairnessBins(s *Sim, capGbps float64) int {
-	need := float64(8*w.cfg.Senders*s.cfg.Transport.MTU*8) / capGbps // ns
-	k := int(need/float64(s.cfg.Bin.T())) + 1
+func (w *incast) fairnessBins(s Env, capGbps float64) int {
+	need := float64(8*w.cfg.Senders*w.sp.MTU*8) / capGbps // ns
+	k := int(need/float64(w.sp.Bin)) + 1
 	return max(1, k)
 }
 
-func (w *incast) report(s *Sim, r *runResult) {
-	w.m.sample(s)
-	capGbps := capacityGbps(s.cfg, 1)
-	goodput := w.m.avg(s.cfg.Warmup.T(), s.Now())
-	r.add("goodput_gbps", goodput)
-	r.add("link_gbps", capGbps)
-	r.add("efficiency", goodput/capGbps)
-	r.add("senders", w.cfg.Senders)
+func (w *incast) Report(s Env, r Figures) {
+	w.m.sample(s, w.sp)
+	capGbps := capacityGbps(w.sp, 1)
+	goodput := w.m.avg(w.sp.Warmup, s.Now())
+	r.Add("goodput_gbps", goodput)
+	r.Add("link_gbps", capGbps)
+	r.Add("efficiency", goodput/capGbps)
+	r.Add("senders", w.cfg.Senders)
 	// Fairness over the steady window, from each sender's total.
 	tot := make([]float64, w.m.groups)
 	for i := range w.m.t {
-		if w.m.binStart(i) >= s.cfg.Warmup.T() {
+		if w.m.binStart(i) >= w.sp.Warmup {
 			for g, b := range w.m.per[i] {
 				tot[g] += b
 			}
 		}
 	}
-	r.add("jain", jain(tot))
+	r.Add("jain", jain(tot))
 	// Jain over time, on a sliding window of k bins.
 	k := w.fairnessBins(s, capGbps)
 	js := make([]float64, len(w.m.t))
@@ -121,18 +122,18 @@ func (w *incast) report(s *Sim, r *runResult) {
 	// ~10 base RTTs, and long enough for every sender's fair share to be
 	// 8 packets (shorter windows measure packet granularity and the
 	// pacing jitter, not the transport).
-	ks := max(int((10*s.baseRTT+s.cfg.Bin.T()-1)/s.cfg.Bin.T()), k)
+	ks := max(int((10*s.BaseRTT()+w.sp.Bin-1)/w.sp.Bin), k)
 	if i := w.m.settledFrom(w.start, s.Now(), ks, func(j int) bool {
 		return w.m.windowRate(j, ks) >= 0.9*capGbps && js[j] >= 0.95
 	}); i >= 0 {
-		conv = float64(w.m.binStart(i)-w.start) / float64(s.baseRTT)
+		conv = float64(w.m.binStart(i)-w.start) / float64(s.BaseRTT())
 	}
-	r.add("converge_rtts", conv)
+	r.Add("converge_rtts", conv)
 	// The criteria: fairness from the third base RTT after the
 	// burst starts (each sender's bytes from then to the end), and the
 	// peak queue at the receiver's port once converged, against one BDP
 	// of the receiver's link.
-	from3 := w.start + 3*s.baseRTT
+	from3 := w.start + 3*s.BaseRTT()
 	tot3 := make([]float64, w.m.groups)
 	for i := range w.m.t {
 		if w.m.binStart(i) >= from3 {
@@ -141,14 +142,14 @@ func (w *incast) report(s *Sim, r *runResult) {
 			}
 		}
 	}
-	r.add("jain_from3", jain(tot3))
-	r.add("goodput_from3_gbps", w.m.avg(from3, s.Now()))
+	r.Add("jain_from3", jain(tot3))
+	r.Add("goodput_from3_gbps", w.m.avg(from3, s.Now()))
 	var qAfter any
 	if c, ok := conv.(float64); ok {
 		// Convergence is judged from the third base RTT (the issue's
 		// yardstick): before that no sender can have heard from the
 		// receiver, and the queue holds the senders' first packets.
-		from := max(w.start+mr.Time(c*float64(s.baseRTT)), from3)
+		from := max(w.start+mr.Time(c*float64(s.BaseRTT())), from3)
 		var q float64
 		for i := range w.qpeak {
 			if i < len(w.m.t) && w.m.binStart(i) >= from {
@@ -157,27 +158,27 @@ func (w *incast) report(s *Sim, r *runResult) {
 		}
 		qAfter = q / 1024
 	}
-	r.add("queue_after_kib", qAfter)
+	r.Add("queue_after_kib", qAfter)
 	// The steady state: the peak queue after the warmup.
 	var qs float64
 	for i := range w.qpeak {
-		if i < len(w.m.t) && w.m.binStart(i) >= s.cfg.Warmup.T() {
+		if i < len(w.m.t) && w.m.binStart(i) >= w.sp.Warmup {
 			qs = max(qs, w.qpeak[i])
 		}
 	}
-	r.add("queue_steady_kib", qs/1024)
-	r.add("bdp_kib", capGbps*float64(s.baseRTT)/8/1024)
-	r.add("fairness_window_us", float64(k)*float64(s.cfg.Bin.T())/1e3)
+	r.Add("queue_steady_kib", qs/1024)
+	r.Add("bdp_kib", capGbps*float64(s.BaseRTT())/8/1024)
+	r.Add("fairness_window_us", float64(k)*float64(w.sp.Bin)/1e3)
 	fctFigures(r, w.flows)
 	t, g := w.m.series()
-	r.addSeries("t_us", t)
-	r.addSeries("goodput_gbps", g)
-	r.addSeries("jain", js)
+	r.AddSeries("t_us", t)
+	r.AddSeries("goodput_gbps", g)
+	r.AddSeries("jain", js)
 	qk := make([]float64, len(w.m.t))
 	for i := range qk {
 		if i < len(w.qpeak) {
 			qk[i] = w.qpeak[i] / 1024
 		}
 	}
-	r.addSeries("queue_kib", qk)
+	r.AddSeries("queue_kib", qk)
 }
