@@ -49,7 +49,7 @@ type link struct {
 	downDrops   uint64
 	ceMarks     uint64
 	peakQueue   int64 // bytes ahead of an arriving packet, at most
-	binPeak     int64 // the same since a workload last reset it (per-bin series)
+	binPeak     int64 // the same since TakeBinPeak last reset it (per-bin series)
 }
 
 // serPs is the time the link takes to serialize b bytes.
