@@ -7,7 +7,11 @@ package dpdk
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+
+	_ "github.com/metaroce/metaroce/cgo" // the headers: a change rebuilds this package
+)
 
 // Error is a DPDK failure: the call that failed and the rte_errno (or
 // negative return) it reported.

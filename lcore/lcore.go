@@ -24,6 +24,7 @@ import (
 	"time"
 	"unsafe"
 
+	_ "github.com/metaroce/metaroce/cgo" // the headers: a change rebuilds this package
 	"github.com/metaroce/metaroce/dpdk"
 )
 

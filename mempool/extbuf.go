@@ -50,6 +50,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	_ "github.com/metaroce/metaroce/cgo" // the headers: a change rebuilds this package
 	"github.com/metaroce/metaroce/dpdk"
 )
 
