@@ -46,7 +46,7 @@ build:
 test: deps
 	@$(MAKE) --no-print-directory test-nodpdk
 	@if [ "$(DPDK)" = 1 ]; then $(MAKE) --no-print-directory test-dpdk; \
-	else echo "notice: libdpdk not found by pkg-config (DPDK=0): the DPDK tests did not run"; fi
+	else echo "notice: DPDK=0 (pkg-config finds no libdpdk, or set so): the -tags dpdk tests did not run"; fi
 
 test-nodpdk:
 	CGO_ENABLED=0 $(GO) build ./...
