@@ -19,8 +19,6 @@ import (
 // acceptor keeps 2·outstanding+8 receives posted per connection, one back
 // for each one used.
 
-func init() { Register(metaroceTransport{}) }
-
 // MetaRoCEParams is the transport.metaroce section of an experiment file.
 // Zero values take metaroce.Config's defaults.
 type MetaRoCEParams struct {

@@ -30,8 +30,6 @@ import (
 // (planes × port rate) and caps each QP's DCQCN rate at one port's rate:
 // the simulated NIC ports then hold each plane to its own rate.
 
-func init() { Register(rocev2Transport{}) }
-
 // RoCEv2Params is the transport.rocev2 section of an experiment file.
 // Zero values take rocev2.Config's defaults (perftest/ConnectX values).
 type RoCEv2Params struct {
