@@ -271,8 +271,8 @@ func (e *Experiment) newRun(i int, tn string, doc *yaml.Node, params Row) (*Run,
 	tr, _ := lookupTransport(tn)
 	p := tr.NewParams()
 	if n, ok := cfg.Transport.Per[tn]; ok {
-		if err := decode(&n, p); err != nil {
-			return nil, fmt.Errorf("transport.%s: %w", tn, err)
+		if err := decodeParams(&n, p, "transport."+tn); err != nil {
+			return nil, err
 		}
 	}
 	if pc, ok := tr.(paramsChecker); ok {

@@ -25,7 +25,7 @@ var simLayers = map[string][]string{
 	"sim/event":    {"metaroce"},
 	"sim/fabric":   {"metaroce", "sim/event", "sim/units"},
 	"sim/workload": {"metaroce", "sim/units"},
-	"sim":          {"metaroce", "rocev2", "sim/event", "sim/fabric", "sim/units", "sim/workload"},
+	"sim":          {"metaroce", "rocev2", "sim/event", "sim/fabric", "sim/units", "sim/workload", "internal/keys"},
 	"sim/report":   {"sim"},
 }
 
