@@ -82,6 +82,7 @@ func (a *connAgg) resetPaths(n int) {
 	a.deadlines, a.progress = newIdxHeap(n, nil), newIdxHeap(n, nil)
 	a.srtts, a.fresh = newIdxHeap(n, nil), newIdxHeap(n, nil)
 	a.acksDue = newIdxHeap(n, nil)
+	a.dirty, a.noRTT = make([]*txPath, 0, n), make([]*txPath, 0, n)
 }
 
 // pathChanged marks p for a refresh of its entries at the next flush. Call

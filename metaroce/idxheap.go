@@ -13,14 +13,14 @@ type idxHeap struct {
 	pos  []int32 // by id: position in keys + 1; 0 = not in the heap (may be shared by heaps whose ids are disjoint)
 }
 
-// newIdxHeap returns an empty heap for ids 0..n-1, or, with shared, one
-// whose positions live in shared (heaps that never hold the same id at
-// once may share one).
+// newIdxHeap returns an empty heap with room for n ids without growing,
+// for ids 0..n-1, or, with shared, one whose positions live in shared
+// (heaps that never hold the same id at once may share one).
 func newIdxHeap(n int, shared []int32) idxHeap {
 	if shared == nil {
 		shared = make([]int32, n)
 	}
-	return idxHeap{pos: shared}
+	return idxHeap{keys: make([]int64, 0, n), ids: make([]int32, 0, n), pos: shared}
 }
 
 // Len is the number of ids in the heap.

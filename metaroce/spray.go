@@ -46,7 +46,9 @@ type pickPlane struct {
 	n      int64 // picks so far
 	sum    int   // the weights of the paths with room
 	groups []pickGroup
+	free   []int16                  // indexes of empty groups, for the next weight that needs one
 	group  [maxPickWeight + 1]int16 // weight -> index in groups + 1
+	paths  int                      // the paths on this plane: no group holds more
 	pos    []int32                  // the groups' heap positions, by path (a path is in one group at most)
 }
 
@@ -73,6 +75,7 @@ func (pp *PathPicker) reset(paths []txPath, planes int) {
 	}
 	for i := range paths {
 		pp.entries[i] = pickEntry{plane: int(paths[i].plane)}
+		pp.planes[paths[i].plane].paths++
 	}
 }
 
@@ -91,16 +94,31 @@ func (pp *PathPicker) weigh(i, w int) {
 	pl := &pp.planes[e.plane]
 	credit := pp.credit(i)
 	if e.w > 0 {
-		pl.groups[pl.group[e.w]-1].h.Remove(i)
+		g := pl.group[e.w]
+		h := &pl.groups[g-1].h
+		h.Remove(i)
 		pl.sum -= e.w
+		if h.Len() == 0 {
+			// Kept, heap and all, for the next weight: a connection
+			// has few weights at once but meets many in its life, and
+			// a group per weight ever seen would grow without end.
+			pl.group[e.w] = 0
+			pl.free = append(pl.free, g)
+		}
 	}
 	e.w, e.a = w, credit
 	if w > 0 {
 		e.a = credit - int64(w)*pl.n
 		g := pl.group[w]
 		if g == 0 {
-			pl.groups = append(pl.groups, pickGroup{w: w, h: newIdxHeap(len(pp.entries), pl.pos)})
-			g = int16(len(pl.groups))
+			if n := len(pl.free); n > 0 {
+				g = pl.free[n-1]
+				pl.free = pl.free[:n-1]
+				pl.groups[g-1].w = w
+			} else {
+				pl.groups = append(pl.groups, pickGroup{w: w, h: newIdxHeap(pl.paths, pl.pos)})
+				g = int16(len(pl.groups))
+			}
 			pl.group[w] = g
 		}
 		pl.groups[g-1].h.Set(i, pickKey(e.a, i))
