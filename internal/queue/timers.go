@@ -31,10 +31,6 @@ func (h *TimerHeap[T]) Len() int { return len(h.items) }
 // Min is the earliest deadline (the heap must not be empty).
 func (h *TimerHeap[T]) Min() int64 { return h.timer(h.items[0]).Deadline }
 
-// Peek is the object with the earliest deadline, left in the heap (the
-// heap must not be empty).
-func (h *TimerHeap[T]) Peek() T { return h.items[0] }
-
 // Set queues, moves or (for a Never deadline) removes x after its
 // deadline changed.
 func (h *TimerHeap[T]) Set(x T) {
