@@ -104,6 +104,8 @@ type Conn struct {
 	timer   queue.Timer // deadline and position in Endpoint.timers
 	agg     connAgg     // what computeDeadline needs of every path, ACK and stream (aggregates.go)
 	inReady bool
+	// peerIndexed: in Endpoint.peers (from when its peer is known).
+	peerIndexed bool
 
 	c ConnCounters
 }
