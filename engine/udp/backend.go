@@ -228,6 +228,14 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 		return false, err
 	}
 	got, err = b.recv(true)
+	// Clear the deadline at once: left set, it would expire while the
+	// next Steps are busy sending, and every later non-blocking read
+	// would then fail at once with "deadline exceeded" (recv reads that
+	// as "nothing there"), so a sender that never goes idle again would
+	// stop reading its ACKs (issue 13).
+	if cerr := b.rx.SetReadDeadline(time.Time{}); cerr != nil && err == nil {
+		err = cerr
+	}
 	return got > 0, err
 }
 
