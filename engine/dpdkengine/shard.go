@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/dpdk"
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/metaroce"
 )
 
@@ -45,7 +46,8 @@ func (d *directIO) tx(i int, pkts []*dpdk.Mbuf) int { return d.ports[i].id.TxBur
 // goroutine, locked to an OS thread registered with the EAL. Everything
 // reachable from the transport (endpoint, connections, queue pairs,
 // completion queues, memory regions) belongs to that goroutine once the
-// shard runs: other goroutines reach it only through Do.
+// shard runs: other goroutines reach it only through Do, or run their
+// application on the shard's loop with RunApp (app.go).
 type Shard struct {
 	e      *Engine
 	tr     metaroce.Transport
@@ -71,12 +73,22 @@ type Shard struct {
 	cmdFlag atomic.Bool
 	wake    chan struct{}
 
-	// Loans (borrow.go): borrowReq asks the loop to park; lent and
-	// returned (capacity 1) are the handshake.
-	borrowReq atomic.Bool
-	lent      chan struct{}
-	returned  chan struct{}
-	runLeft   int // busy iterations still to run before lending (ReleaseFor)
+	// The application's loop (app.go): app is stepped once per
+	// iteration while a RunApp is in progress (shard goroutine only);
+	// appDone (capacity 1) carries how it ended; inRun admits one RunApp
+	// at a time. A held shard (Engine.Backend) runs only while it has an
+	// app: between RunApps it is parked and its transport belongs to the
+	// caller.
+	app     engine.App
+	appDone chan error
+	inRun   atomic.Bool
+	held    bool
+
+	// pub is the copy of c that Stats reads (pubMu), refreshed every
+	// publishEvery, when an app ends and when the shard parks or stops.
+	pubMu   sync.Mutex
+	pub     Counters
+	lastPub metaroce.Time
 
 	stop atomic.Bool
 	done chan struct{}
@@ -99,7 +111,7 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
 		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
 		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index,
-		lent: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
+		appDone: make(chan error, 1)}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
@@ -118,7 +130,7 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 func (s *Shard) now() metaroce.Time { return metaroce.Time(time.Since(s.epoch)) }
 
 // Do runs fn on the shard's goroutine, between bursts, and waits for it:
-// the only safe way for another goroutine to post work requests, poll
+// with RunApp, the only safe way for another goroutine to post work requests, poll
 // completion queues or read counters of the shard's transport. now is the
 // shard's clock. It returns an error when the shard has stopped.
 func (s *Shard) Do(fn func(now metaroce.Time)) error {
@@ -200,9 +212,9 @@ func (s *Shard) run(started chan<- error) {
 	started <- nil
 	defer close(s.done)
 	defer s.drain()
+	defer s.publish()
 
 	var idleSince, lastYield metaroce.Time
-	lastTx := 0 // packets the previous iteration sent (a busy shard, for lendNow)
 	idle := false
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
@@ -211,6 +223,12 @@ func (s *Shard) run(started chan<- error) {
 		s.resolveNeighbours(s.now())
 	}
 	for !s.stop.Load() {
+		if s.held && s.app == nil {
+			if !s.park() {
+				break
+			}
+			idle, sleep = false, time.Microsecond
+		}
 		s.c.Loops++
 		now := s.now()
 		work := s.poll(now)
@@ -218,16 +236,22 @@ func (s *Shard) run(started chan<- error) {
 			s.runCmds(now)
 			work++
 		}
-		if s.borrowReq.Load() && s.lendNow(work+lastTx) {
-			s.lend()
-			now = s.now()
-			work++
+		if s.app != nil {
+			// The application's step, between this iteration's receive
+			// burst and its transmit: what it posts goes out now.
+			if fin, err := s.app.Step(now); fin || err != nil {
+				s.endApp(err)
+				continue
+			}
 		}
 		if s.tr.NextDeadline() <= now {
 			s.tr.OnTimer(now)
 		}
-		lastTx = s.transmit(now)
-		work += lastTx
+		work += s.transmit(now)
+		if now-s.lastPub >= publishEvery {
+			s.lastPub = now
+			s.publish()
+		}
 		if work > 0 {
 			idle, sleep = false, time.Microsecond
 			continue
@@ -311,6 +335,7 @@ func (s *Shard) poll(now metaroce.Time) int {
 		s.c.RxFrames += uint64(n)
 		s.frees = s.frees[:0]
 		for _, m := range s.rxb[:n] {
+			s.c.RxBytes += uint64(m.Len())
 			if !s.handle(now, i, m) {
 				s.frees = append(s.frees, m)
 			}
@@ -405,6 +430,9 @@ func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
 		s.c.ARPLearned++
 	}
 	s.c.RxDelivered++
+	if f.CE {
+		s.c.RxCE++
+	}
 	s.tr.Receive(now, f.Payload, metaroce.RxMeta{Peer: peer, Plane: metaroce.PlaneID(i), CE: f.CE})
 }
 

@@ -50,10 +50,14 @@ func (e *echo) MaxPacketLen() int     { return 2048 }
 func TestBusySenderReadsAcks(t *testing.T) {
 	p := newPair(t, Config{}, Config{})
 	a, b := &flood{entropies: 1}, &echo{}
-	p.b[1].Attach(b)
+	if err := p.b[1].Attach(b); err != nil {
+		t.Fatal(err)
+	}
 	// A idles first: nothing to send yet, so its Step waits 1 ms under
 	// a read deadline.
-	p.b[0].Attach(&recorder{})
+	if err := p.b[0].Attach(&recorder{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := p.b[0].Step(time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +72,6 @@ func TestBusySenderReadsAcks(t *testing.T) {
 		}
 	}
 	if a.got < 100 {
-		t.Fatalf("the busy sender received %d answers (B sent %d), want >= 100", a.got, p.b[1].Stats().TxPackets.Load())
+		t.Fatalf("the busy sender received %d answers (B sent %d), want >= 100", a.got, p.b[1].Stats().TxPackets)
 	}
 }
