@@ -156,10 +156,17 @@ func (t *tcpCtrl) recv() (ctrlMsg, bool) {
 	}
 }
 
+// gone reports the connection's end only once every message that came
+// before it has been received: the reader queues them before the error,
+// so a caller that saw recv find nothing just before the peer's last
+// message and its close arrived still gets that message next.
 func (t *tcpCtrl) gone() error {
 	select {
 	case err := <-t.err:
 		t.err <- err
+		if len(t.in) > 0 {
+			return nil
+		}
 		return fmt.Errorf("setup connection: %w", err)
 	default:
 		return nil
