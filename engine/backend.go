@@ -44,12 +44,15 @@ type Backend interface {
 	// error app.Step or the medium returned, or ctx.Err() once ctx is
 	// cancelled (checked every iteration).
 	//
-	// An iteration that moved no packet does not spin for ever: the
-	// backend waits for packets, bounded by the transport's next
-	// deadline and a short backend-specific limit (udp: Config.IdleWait,
-	// 1 ms by default; dpdk: idle_spin then a sleep backing off up to
-	// max_idle_sleep), so a Step waiting on the wall clock (a timed run)
-	// is called again within that limit.
+	// Idle iterations: udp waits in the kernel for a packet (it wakes
+	// at once when one comes), at most Config.IdleWait (1 ms by
+	// default) or until the transport's next deadline, so a Step that
+	// waits on the wall clock (a timed run) is called again within that
+	// limit; mempair jumps its virtual clock to the next event (and
+	// fails with ErrStalled when there is none); dpdk polls (its
+	// packets wake nothing) for idle_spin, then naps in the kernel,
+	// backing off up to max_idle_sleep (50 µs by default), and parks,
+	// using no CPU, between Runs.
 	Run(ctx context.Context, app App) error
 
 	// Now is the transport's clock (the time Run gives App.Step).

@@ -134,6 +134,15 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 	allocs := testing.AllocsPerRun(10, func() { require.NoError(t, be[0].Run(context.Background(), app)) })
 	require.Less(t, allocs, 20.0, "allocations per Run of 1000 iterations")
 
+	// B's app has had nothing to do since the WRITE: after idle_spin
+	// its loop naps instead of spinning on.
+	c0, err := be[1].sh.Counters()
+	require.NoError(t, err)
+	time.Sleep(3 * p.eng[1].Config().IdleSpin)
+	c1, err := be[1].sh.Counters()
+	require.NoError(t, err)
+	require.Greater(t, c1.IdleSleeps, c0.IdleSleeps, "an idle Run naps")
+
 	cancel()
 	select {
 	case err := <-bErr:

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/metaroce/metaroce/dpdk"
@@ -196,6 +197,14 @@ func (s *Shard) runCmds(now metaroce.Time) {
 	}
 }
 
+// nap sleeps this OS thread for d in the kernel (nanosleep), keeping its
+// P: the shard's thread is locked and the nap is shorter than the
+// runtime's hand-off of a P blocked in a system call.
+func nap(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil) // EINTR: the loop polls again, no harm
+}
+
 // yieldEvery is how often a spinning idle shard yields its P.
 const yieldEvery = metaroce.Time(200 * time.Microsecond)
 
@@ -261,13 +270,19 @@ func (s *Shard) run(started chan<- error) {
 		}
 		if now-idleSince < metaroce.Time(s.e.cfg.IdleSpin) {
 			// While spinning idle, let the scheduler run other goroutines
-			// now and then: a shard holds a P, and the application's
-			// goroutine (posting work, polling completions through Do)
-			// needs one; with as many spinning shards as Ps it would wait
-			// for the 10ms preemption tick, and the shards run dry.
-			if now-lastYield > yieldEvery {
-				lastYield = now
+			// now and then: a shard holds a P, and an application that
+			// posts work and polls completions through Do needs one; with
+			// as many spinning shards as Ps it would wait for the 10ms
+			// preemption tick, and the shards run dry. Not while an
+			// application runs on this loop (RunApp): nothing else feeds
+			// the shard then, and a locked thread's yield is a thread
+			// handoff that a loaded machine can make last hundreds of
+			// microseconds, each a packet's delay. The next yield is
+			// counted from the end of this one, so that slow yields
+			// cannot follow each other back to back.
+			if s.app == nil && now-lastYield > yieldEvery {
 				runtime.Gosched()
+				lastYield = s.now()
 			}
 			continue
 		}
@@ -282,6 +297,16 @@ func (s *Shard) run(started chan<- error) {
 			continue
 		}
 		s.c.IdleSleeps++
+		if s.app != nil {
+			// With an application on the loop, nap in the kernel: this
+			// thread's own timer is exact, where the Go runtime rounds a
+			// sleep under a millisecond up to one when it has nothing
+			// else to run, and a ping-pong whose ends had both gone idle
+			// would then pay that in every round trip. Do and Stop wait
+			// for the nap (at most MaxIdleSleep).
+			nap(d)
+			continue
+		}
 		timer.Reset(d)
 		select {
 		case <-timer.C:
