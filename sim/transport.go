@@ -2,9 +2,7 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
 	mr "github.com/metaroce/metaroce/metaroce"
 )
@@ -12,8 +10,9 @@ import (
 // Transport is what the simulator needs from a transport implementation
 // (metaroce, the RoCEv2 baseline, ...). The verbs objects differ per
 // transport (they are concrete types), so each transport has one adapter
-// file in this package that implements Transport and World and registers
-// itself from init; nothing else in the simulator names a transport.
+// file in this package that implements Transport and World, and one line
+// in the transports table (registry.go); nothing else in the simulator
+// names a transport.
 type Transport interface {
 	// Name is how experiment files and result rows name the transport.
 	Name() string
@@ -169,22 +168,6 @@ func (q *idQueue) pop() uint32 {
 	return v
 }
 
-// ConnRef names a connection in a World: the index of the Dial that
-// opened it.
-type ConnRef int32
-
-// Completion is a finished message, at either end of its connection.
-type Completion struct {
-	Conn ConnRef
-	// Recv: the message arrived (all of it placed where it goes: at the
-	// peer, or for a READ at the dialer); otherwise: the sender learned it
-	// was delivered (its own completion).
-	Recv  bool
-	ID    uint32 // what Post was given
-	Bytes int
-	OK    bool // false: the work request failed (any error status)
-}
-
 // World is every host's endpoint of one transport in one run. All calls
 // come from the run's goroutine.
 type World interface {
@@ -212,47 +195,6 @@ type World interface {
 	// Counters returns the transport's own counters summed over every
 	// connection of the run, in a fixed order, named in snake_case.
 	Counters() []Field
-}
-
-var (
-	regMu      sync.Mutex
-	registered = map[string]Transport{}
-)
-
-// Register makes a transport available to experiments. Adapters call it
-// from init.
-func Register(t Transport) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registered[t.Name()]; dup {
-		panic(fmt.Sprintf("sim: transport %q registered twice", t.Name()))
-	}
-	registered[t.Name()] = t
-}
-
-// Transports returns the registered transports' names, metaroce first and
-// the rest in name order, the default order of side-by-side results.
-func Transports() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	names := make([]string, 0, len(registered))
-	for n := range registered {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if (names[i] == "metaroce") != (names[j] == "metaroce") {
-			return names[i] == "metaroce"
-		}
-		return names[i] < names[j]
-	})
-	return names
-}
-
-func lookupTransport(name string) (Transport, bool) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	t, ok := registered[name]
-	return t, ok
 }
 
 // sendWR builds the work request for one workload message: both transports

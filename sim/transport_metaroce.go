@@ -3,7 +3,9 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
+	"github.com/metaroce/metaroce/internal/keys"
 	mr "github.com/metaroce/metaroce/metaroce"
 )
 
@@ -19,57 +21,31 @@ import (
 // acceptor keeps 2·outstanding+8 receives posted per connection, one back
 // for each one used.
 
-func init() { Register(metaroceTransport{}) }
-
-// MetaRoCEParams is the transport.metaroce section of an experiment file.
-// Zero values take metaroce.Config's defaults.
+// MetaRoCEParams is the transport.metaroce section of an experiment file:
+// the core's own Config, whose `key` tags name the keys (the same names as
+// a profile's metaroce section; docs/config-keys.md lists them), and one
+// key of the simulator's. Zero values take metaroce.Config's defaults,
+// except where the fabric decides: mtu defaults to transport.mtu (on an
+// Ethernet fabric with 9000-byte frames metaroce can carry 8 KiB payloads,
+// where RoCEv2's IB MTU stops at 4096) and planes to topology.planes (at
+// most that: a plane is a NIC port). The fields without a key tag
+// (identity, link rate, queue depths) are the adapter's to set.
 type MetaRoCEParams struct {
-	// MTU overrides transport.mtu for metaroce only: on an Ethernet
-	// fabric with 9000-byte frames metaroce can carry 8 KiB payloads,
-	// where RoCEv2's IB MTU stops at 4096.
-	MTU             int      `yaml:"mtu"`
-	Paths           int      `yaml:"paths"`
-	Window          int      `yaml:"window"`
-	AckEvery        int      `yaml:"ack_every"`
-	AckDelay        Duration `yaml:"ack_delay"`
-	InitialRTO      Duration `yaml:"initial_rto"`
-	MinRTO          Duration `yaml:"min_rto"`
-	MaxRTO          Duration `yaml:"max_rto"`
-	PathFailAfter   int      `yaml:"path_fail_after"`
-	PathReprobe     Duration `yaml:"path_reprobe"`
-	Keepalive       Duration `yaml:"keepalive"`
-	PeerDeadTimeout Duration `yaml:"peer_dead_timeout"`
-	// Congestion control and path health (metaroce.Config documents each).
-	MinWindow       int      `yaml:"min_window"`
-	ECNGain         float64  `yaml:"ecn_gain"`
-	DisableCC       bool     `yaml:"disable_cc"`
-	HintUtilization float64  `yaml:"hint_utilization"`
-	HintInterval    Duration `yaml:"hint_interval"`
-	InflightRTTs    float64  `yaml:"inflight_rtts"`
-	InitialInflight int      `yaml:"initial_inflight"`
-	PathLossFail    float64  `yaml:"path_loss_fail"`
-	RerollRounds    int      `yaml:"reroll_rounds"`
+	mr.Config `key:",inline"`
 	// NoRateHints leaves the receiver's link rate unknown to the endpoint,
 	// so it gives no rate hints (the senders rely on ECN alone).
-	NoRateHints bool `yaml:"no_rate_hints"`
+	NoRateHints bool `key:"no_rate_hints"`
 }
 
 // core is the endpoint configuration for these parameters on hosts with
 // planes NIC ports of nicGbps each.
 func (p *MetaRoCEParams) core(planes, mtu int, nicGbps float64) mr.Config {
-	if p.MTU != 0 {
-		mtu = p.MTU
+	cfg := p.Config
+	if cfg.MTU == 0 {
+		cfg.MTU = mtu
 	}
-	cfg := mr.Config{
-		Planes: planes, MTU: mtu, Paths: p.Paths, PathWindow: p.Window,
-		AckEvery: p.AckEvery, AckDelay: p.AckDelay.D(), InitialRTO: p.InitialRTO.D(),
-		MinRTO: p.MinRTO.D(), MaxRTO: p.MaxRTO.D(), PathFailAfter: p.PathFailAfter,
-		PathReprobe: p.PathReprobe.D(), KeepaliveInterval: p.Keepalive.D(),
-		PeerDeadTimeout: p.PeerDeadTimeout.D(),
-		MinWindow:       p.MinWindow, ECNGain: p.ECNGain, DisableCC: p.DisableCC,
-		HintUtilization: p.HintUtilization, HintInterval: p.HintInterval.D(),
-		InflightRTTs: p.InflightRTTs, InitialInflight: p.InitialInflight,
-		PathLossFail: p.PathLossFail, RerollRounds: p.RerollRounds,
+	if cfg.Planes == 0 {
+		cfg.Planes = planes
 	}
 	if !p.NoRateHints {
 		// The receiver knows its link: every NIC port together.
@@ -78,25 +54,19 @@ func (p *MetaRoCEParams) core(planes, mtu int, nicGbps float64) mr.Config {
 	return cfg
 }
 
-// paramKeys names the experiment key of each core field set from them.
-var paramKeys = map[string]string{
-	"MTU": "mtu", "Paths": "paths", "PathWindow": "window", "AckEvery": "ack_every", "AckDelay": "ack_delay",
-	"InitialRTO": "initial_rto", "MinRTO": "min_rto", "MaxRTO": "max_rto",
-	"PathFailAfter": "path_fail_after", "PathReprobe": "path_reprobe", "KeepaliveInterval": "keepalive",
-	"PeerDeadTimeout": "peer_dead_timeout", "MinWindow": "min_window", "ECNGain": "ecn_gain",
-	"HintUtilization": "hint_utilization", "HintInterval": "hint_interval",
-	"InflightRTTs": "inflight_rtts", "InitialInflight": "initial_inflight",
-	"PathLossFail": "path_loss_fail", "RerollRounds": "reroll_rounds",
-}
-
 // CheckParams implements paramsChecker: the core judges the parameters
-// when the file is loaded, and the error names the key.
+// when the file is loaded, and the error names the key (the core reports
+// a field by its Go name, whose key its tag gives).
 func (metaroceTransport) CheckParams(c *Config, params any) error {
-	cfg := params.(*MetaRoCEParams).core(min(c.Topology.Planes, mr.MaxPlanes), c.Transport.MTU, c.Topology.NICGbps)
+	p := params.(*MetaRoCEParams)
+	if p.Planes > c.Topology.Planes {
+		return fmt.Errorf("transport.metaroce.planes = %d, want at most topology.planes = %d", p.Planes, c.Topology.Planes)
+	}
+	cfg := p.core(min(c.Topology.Planes, mr.MaxPlanes), c.Transport.MTU, c.Topology.NICGbps)
 	err := cfg.Defaults().Validate()
 	var ce *mr.ConfigError
 	if errors.As(err, &ce) {
-		if k, ok := paramKeys[ce.Field]; ok {
+		if k, ok := keys.KeyOf(reflect.TypeOf(mr.Config{}), ce.Field); ok {
 			return fmt.Errorf("transport.metaroce.%s %s", k, ce.Msg)
 		}
 		return fmt.Errorf("transport.metaroce: %s %s (from topology or transport.mtu)", ce.Field, ce.Msg)

@@ -2,9 +2,11 @@ package sim
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"time"
+	"reflect"
 
+	"github.com/metaroce/metaroce/internal/keys"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
 )
@@ -30,20 +32,44 @@ import (
 // (planes × port rate) and caps each QP's DCQCN rate at one port's rate:
 // the simulated NIC ports then hold each plane to its own rate.
 
-func init() { Register(rocev2Transport{}) }
-
-// RoCEv2Params is the transport.rocev2 section of an experiment file.
-// Zero values take rocev2.Config's defaults (perftest/ConnectX values).
+// RoCEv2Params is the transport.rocev2 section of an experiment file: the
+// core's own Config, whose `key` tags name the keys (the same names as a
+// profile's rocev2 section: ack_timeout_code, retry_count,
+// dcqcn.disable, dcqcn.cnp_interval, ...; docs/config-keys.md lists
+// them). Zero values take rocev2.Config's defaults (perftest/ConnectX
+// values), except mtu, which defaults to transport.mtu. The fields without
+// a key tag (addresses, line rate, DCQCN's rate cap, queue depths) are the
+// adapter's to set.
 type RoCEv2Params struct {
-	AckTimeoutCode uint8 `yaml:"ack_timeout_code"`
-	RetryCount     int   `yaml:"retry_count"`
-	RNRRetry       int   `yaml:"rnr_retry"`
-	AckReqEvery    int   `yaml:"ack_req_every"`
-	// DCQCN: false turns congestion control off (the QP always sends at
-	// line rate). Default on.
-	DCQCN *bool `yaml:"dcqcn"`
-	// CNPInterval is DCQCN's CNP interval at the receiver. Default 50us.
-	CNPInterval Duration `yaml:"cnp_interval"`
+	rocev2.Config `key:",inline"`
+}
+
+// core is the endpoint configuration of host h for these parameters on
+// hosts with planes NIC ports of nicGbps each.
+func (p *RoCEv2Params) core(h, planes, mtu int, nicGbps float64) rocev2.Config {
+	cfg := p.Config
+	cfg.LocalIP, cfg.PeerIP, cfg.AcceptIncoming = rocev2IP(mr.PeerHandle(h)), rocev2IP, true
+	if cfg.MTU == 0 {
+		cfg.MTU = mtu
+	}
+	cfg.LineRateBps = float64(planes) * nicGbps * 1e9
+	cfg.DCQCN.MaxRateBps = nicGbps * 1e9
+	return cfg
+}
+
+// CheckParams implements paramsChecker: the core judges the parameters
+// when the file is loaded, and the error names the key.
+func (rocev2Transport) CheckParams(c *Config, params any) error {
+	cfg := params.(*RoCEv2Params).core(0, c.Topology.Planes, c.Transport.MTU, c.Topology.NICGbps)
+	err := cfg.Defaults().Validate()
+	var ce *rocev2.ConfigError
+	if errors.As(err, &ce) {
+		if k, ok := keys.KeyOf(reflect.TypeOf(rocev2.Config{}), ce.Field); ok {
+			return fmt.Errorf("transport.rocev2.%s %s", k, ce.Msg)
+		}
+		return fmt.Errorf("transport.rocev2: %s %s (from topology or transport.mtu)", ce.Field, ce.Msg)
+	}
+	return err
 }
 
 type rocev2Transport struct{}
@@ -67,17 +93,7 @@ func (rocev2Transport) NewWorld(env WorldEnv, params any) (World, error) {
 		recvLen: recvLen(env), recvIDs: hasOp(env.Ops, OpSend)}
 	srcAccess, dstAccess := memAccess(env.Ops)
 	for h := 0; h < env.Hosts; h++ {
-		cfg := rocev2.Config{
-			LocalIP: rocev2IP(mr.PeerHandle(h)), PeerIP: rocev2IP, MTU: env.MTU,
-			AckTimeoutCode: p.AckTimeoutCode, RetryCount: p.RetryCount, RNRRetry: p.RNRRetry,
-			AckReqEvery: p.AckReqEvery, AcceptIncoming: true, LineRateBps: float64(env.Planes) * env.NICGbps * 1e9,
-		}
-		cfg.DCQCN.MaxRateBps = env.NICGbps * 1e9
-		if p.DCQCN != nil && !*p.DCQCN {
-			cfg.DCQCN.Disable = true
-		}
-		cfg.DCQCN.CNPInterval = time.Duration(p.CNPInterval)
-		ep, err := rocev2.NewEndpoint(cfg)
+		ep, err := rocev2.NewEndpoint(p.core(h, env.Planes, env.MTU, env.NICGbps))
 		if err != nil {
 			return nil, err
 		}

@@ -125,11 +125,10 @@ func newNode(cfg profile.Config, kind profile.Transport, be engine.Backend, serv
 		n.mEP, n.t = ep, ep
 		n.mem = &region{buf: buf, addr: reg.Addr(), rkey: uint32(reg.RKey()), sge: reg.SGE}
 	case profile.TransportRoCEv2:
-		r := cfg.RoCEv2
-		c := rocev2.Config{LocalIP: be.LocalIP(), PeerIP: func(h mr.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) },
-			MTU: r.MTU, AckTimeoutCode: uint8(r.AckTimeoutCode), RetryCount: r.RetryCount, AcceptIncoming: server,
-			SendQueueDepth: max(4096, depth), RecvQueueDepth: max(4096, depth)}
-		c.DCQCN.Disable = !r.DCQCN
+		c := cfg.RoCEv2.Core()
+		c.LocalIP, c.PeerIP = be.LocalIP(), func(h mr.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) }
+		c.AcceptIncoming = server
+		c.SendQueueDepth, c.RecvQueueDepth = max(4096, depth), max(4096, depth)
 		ep, err := rocev2.NewEndpoint(c)
 		if err != nil {
 			return nil, err
