@@ -289,7 +289,7 @@ func benchRun(cfg profile.Config, tr profile.Transport, pt benchPoint, dh *dpdkH
 			cell.resent += c.DataResent
 			cell.data += c.DataPackets
 		}
-		cell.injected += nd.be.Stats().RxInjectedDrops.Load()
+		cell.injected += nd.be.Stats().RxInjectedDrops
 		nd.close()
 	}
 	if cell.err == nil && so.err != nil {

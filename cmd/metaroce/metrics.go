@@ -12,15 +12,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/metaroce/metaroce/engine/udp"
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/metrics"
 )
 
 // metricsServer serves /metrics (--metrics-addr). The transport cores'
 // counters are plain fields owned by the engine goroutine, so that
-// goroutine copies them into a metrics.Snapshot every 100 ms (node.step
-// calls the sampler) and scrapes read the latest copy; the backend's
-// counters are atomic and read live.
+// goroutine copies them into a metrics.Snapshot every 100 ms (node.run
+// calls the sampler on the backend's loop) and scrapes read the latest
+// copy; the backend's counters (engine.Backend.Stats) are read live.
 type metricsServer struct {
 	srv *http.Server
 	ln  net.Listener
@@ -52,19 +52,19 @@ func (m *metricsServer) Addr() string { return m.ln.Addr().String() }
 
 // watch makes n's counters visible, labelled transport=name.
 func (m *metricsServer) watch(n *node, name string) {
-	src := n.be.Stats()
-	m.col.SetBackend(name, func() metrics.Backend { return backendSnapshot(src) })
+	be := n.be
+	m.col.SetBackend(name, func() metrics.Backend { return backendSnapshot(be.Stats()) })
 	n.sampler = func() { m.col.SetConns(name, n.snapshot()) }
 	n.sampler()
 }
 
 func (m *metricsServer) close() { _ = m.srv.Close() }
 
-func backendSnapshot(s *udp.Stats) metrics.Backend {
-	return metrics.Backend{TxPackets: s.TxPackets.Load(), TxBytes: s.TxBytes.Load(), TxErrors: s.TxErrors.Load(),
-		RxPackets: s.RxPackets.Load(), RxBytes: s.RxBytes.Load(), RxCE: s.RxCE.Load(),
-		RxInjectedDrops: s.RxInjectedDrops.Load(), RxUnknownPeer: s.RxUnknownPeer.Load(),
-		RxTruncated: s.RxTruncated.Load(), RxKernelDrops: s.RxKernelDrops.Load()}
+func backendSnapshot(s engine.Stats) metrics.Backend {
+	return metrics.Backend{TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxErrors: s.TxErrors,
+		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxCE: s.RxCE,
+		RxInjectedDrops: s.RxInjectedDrops, RxUnknownPeer: s.RxUnknownPeer,
+		RxTruncated: s.RxTruncated, RxKernelDrops: s.RxKernelDrops}
 }
 
 // snapshot copies the transport counters (engine goroutine only).

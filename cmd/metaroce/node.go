@@ -1,35 +1,22 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"time"
 
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/engine/udp"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 	"github.com/metaroce/metaroce/rocev2"
 )
 
-// dataPath is what a node needs from a backend. engine/udp.Backend is
-// one; the DPDK engine is to be the other (see openBackend).
-type dataPath interface {
-	Attach(t mr.Transport) error
-	Step(wait time.Duration) (bool, error)
-	Now() mr.Time
-	AddPeer(addr netip.AddrPort) (mr.PeerHandle, error)
-	PeerIP(h mr.PeerHandle) [4]byte
-	LocalIP() [4]byte
-	LocalAddr() netip.AddrPort
-	SetCapture(c udp.Capture)
-	Stats() *udp.Stats
-	Close() error
-}
-
 // openBackend opens the profile's backend on local address ip, on the
 // transport's UDP port. Wiring a second backend is one more case here.
-func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port int) (dataPath, error) {
+func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port int) (engine.Backend, error) {
 	switch cfg.Backend {
 	case profile.BackendUDP:
 		u := cfg.UDP
@@ -38,7 +25,7 @@ func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port in
 		if err != nil {
 			return nil, err
 		}
-		return udpPath{b}, nil
+		return b, nil
 	case profile.BackendDPDK:
 		// The DPDK engine is started once per process (dpdkHost), not per
 		// node: perf and bench take their data path from it.
@@ -46,11 +33,6 @@ func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port in
 	}
 	return nil, fmt.Errorf("backend %q", cfg.Backend)
 }
-
-// udpPath is the UDP backend as a dataPath.
-type udpPath struct{ *udp.Backend }
-
-func (u udpPath) Attach(t mr.Transport) error { u.Backend.Attach(t); return nil }
 
 // transportPort is the UDP port a transport listens on, from the profile.
 func transportPort(cfg profile.Config, t profile.Transport) int {
@@ -89,10 +71,11 @@ func (r *region) info() regionInfo { return regionInfo{Addr: r.addr, RKey: r.rke
 // node is one endpoint: a transport core driven by a backend, with one
 // registered buffer and the queue pairs of one connection (metaroce: one
 // Conn with a QP per stream; RoCEv2: a Conn per QP). A node belongs to the
-// goroutine that created it.
+// goroutine that created it, and, inside run, to the backend's loop
+// (engine.Backend's ownership rule).
 type node struct {
 	kind profile.Transport
-	be   dataPath
+	be   engine.Backend
 	t    mr.Transport
 	mEP  *mr.Endpoint
 	rEP  *rocev2.Endpoint
@@ -109,14 +92,14 @@ type node struct {
 	slot     int // bytes of each QP's slot in mem (the largest message)
 	wcs      []mr.WorkCompletion
 	// sampler, when set, copies the counters for the metrics endpoint;
-	// step calls it every 100 ms, on the node's goroutine.
+	// run calls it every 100 ms, on the backend's loop.
 	sampler    func()
 	lastSample time.Time
 }
 
 // newNode builds the transport on be and registers a buffer of bufLen
 // bytes. paths overrides metaroce.paths when not 0.
-func newNode(cfg profile.Config, kind profile.Transport, be dataPath, server bool, id mr.NodeID, bufLen, paths, depth int) (*node, error) {
+func newNode(cfg profile.Config, kind profile.Transport, be engine.Backend, server bool, id mr.NodeID, bufLen, paths, depth int) (*node, error) {
 	n := &node{kind: kind, be: be, cq: mr.NewCompletionQueue(4096), wcs: make([]mr.WorkCompletion, 64)}
 	buf := make([]byte, bufLen)
 	access := mr.AccessLocalWrite | mr.AccessRemoteWrite | mr.AccessRemoteRead
@@ -167,7 +150,7 @@ func newNode(cfg profile.Config, kind profile.Transport, be dataPath, server boo
 }
 
 // connect sets up nqp queue pairs with the peer: the client dials, the
-// server accepts, both step the backend until every QP is usable or the
+// server accepts, both run the backend until every QP is usable or the
 // deadline passes.
 func (n *node) connect(server bool, nqp int, deadline time.Time, stop func() bool) error {
 	now := n.be.Now()
@@ -189,19 +172,20 @@ func (n *node) connect(server bool, nqp int, deadline time.Time, stop func() boo
 			}
 		}
 	}
-	for {
+	err := n.run(func(mr.Time) (bool, error) {
 		if n.ready(server, nqp) {
-			break
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s connection not established within the setup timeout", n.kind)
+			return false, fmt.Errorf("%s connection not established within the setup timeout", n.kind)
 		}
 		if stop != nil && stop() {
-			return errInterrupted
+			return false, errInterrupted
 		}
-		if err := n.step(time.Millisecond); err != nil {
-			return err
-		}
+		return false, nil
+	})
+	if err != nil {
+		return err
 	}
 	switch n.kind {
 	case profile.TransportMetaroce:
@@ -254,16 +238,19 @@ func (n *node) ready(server bool, nqp int) bool {
 	}
 }
 
-// step runs the backend once (see udp.Backend.Step).
-func (n *node) step(wait time.Duration) error {
-	_, err := n.be.Step(wait)
-	if n.sampler != nil {
-		if now := time.Now(); now.Sub(n.lastSample) >= 100*time.Millisecond {
-			n.lastSample = now
-			n.sampler()
+// run runs the backend's loop (engine.Backend.Run) with step as the
+// application's part: once per iteration, on the loop's goroutine, after
+// the metrics sampler, until step reports done or an error.
+func (n *node) run(step func(now mr.Time) (bool, error)) error {
+	return n.be.Run(context.Background(), engine.AppFunc(func(now mr.Time) (bool, error) {
+		if n.sampler != nil {
+			if t := time.Now(); t.Sub(n.lastSample) >= 100*time.Millisecond {
+				n.lastSample = t
+				n.sampler()
+			}
 		}
-	}
-	return err
+		return step(now)
+	}))
 }
 
 func metricsPathID(i int) mr.PathID { return mr.PathID(i) }

@@ -242,7 +242,10 @@ func (e *Engine) waitLink(up bool, timeout time.Duration) error {
 // of each. From now on tr belongs to the shard's goroutine: reach it with
 // Shard.Do. One engine runs one directly attached shard; more shards over
 // the same ports need the lcore package's steering.
-func (e *Engine) Run(tr metaroce.Transport) (*Shard, error) {
+func (e *Engine) Run(tr metaroce.Transport) (*Shard, error) { return e.run(tr, false) }
+
+// run starts the queue-0 shard; a held one runs only inside RunApp.
+func (e *Engine) run(tr metaroce.Transport, held bool) (*Shard, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -255,6 +258,7 @@ func (e *Engine) Run(tr metaroce.Transport) (*Shard, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.held = held
 	if err := e.startShard(s); err != nil {
 		return nil, err
 	}

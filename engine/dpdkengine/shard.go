@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/metaroce/metaroce/dpdk"
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/metaroce"
 )
 
@@ -47,7 +49,8 @@ func (d *directIO) tx(i int, pkts []*dpdk.Mbuf) int { return d.ports[i].id.TxBur
 // goroutine, locked to an OS thread registered with the EAL. Everything
 // reachable from the transport (endpoint, connections, queue pairs,
 // completion queues, memory regions) belongs to that goroutine once the
-// shard runs: other goroutines reach it only through Do.
+// shard runs: other goroutines reach it only through Do, or run their
+// application on the shard's loop with RunApp (app.go).
 type Shard struct {
 	e      *Engine
 	tr     metaroce.Transport
@@ -73,12 +76,22 @@ type Shard struct {
 	cmdFlag atomic.Bool
 	wake    chan struct{}
 
-	// Loans (borrow.go): borrowReq asks the loop to park; lent and
-	// returned (capacity 1) are the handshake.
-	borrowReq atomic.Bool
-	lent      chan struct{}
-	returned  chan struct{}
-	runLeft   int // busy iterations still to run before lending (ReleaseFor)
+	// The application's loop (app.go): app is stepped once per
+	// iteration while a RunApp is in progress (shard goroutine only);
+	// appDone (capacity 1) carries how it ended; inRun admits one RunApp
+	// at a time. A held shard (Engine.Backend) runs only while it has an
+	// app: between RunApps it is parked and its transport belongs to the
+	// caller.
+	app     engine.App
+	appDone chan error
+	inRun   atomic.Bool
+	held    bool
+
+	// pub is the copy of c that Stats reads (pubMu), refreshed every
+	// publishEvery, when an app ends and when the shard parks or stops.
+	pubMu   sync.Mutex
+	pub     Counters
+	lastPub metaroce.Time
 
 	stop atomic.Bool
 	done chan struct{}
@@ -101,7 +114,7 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
 		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
 		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index,
-		lent: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
+		appDone: make(chan error, 1)}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
@@ -120,7 +133,7 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 func (s *Shard) now() metaroce.Time { return metaroce.Time(time.Since(s.epoch)) }
 
 // Do runs fn on the shard's goroutine, between bursts, and waits for it:
-// the only safe way for another goroutine to post work requests, poll
+// with RunApp, the only safe way for another goroutine to post work requests, poll
 // completion queues or read counters of the shard's transport. now is the
 // shard's clock. It returns an error when the shard has stopped.
 func (s *Shard) Do(fn func(now metaroce.Time)) error {
@@ -186,6 +199,14 @@ func (s *Shard) runCmds(now metaroce.Time) {
 	}
 }
 
+// nap sleeps this OS thread for d in the kernel (nanosleep), keeping its
+// P: the shard's thread is locked and the nap is shorter than the
+// runtime's hand-off of a P blocked in a system call.
+func nap(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil) // EINTR: the loop polls again, no harm
+}
+
 // yieldEvery is how often a spinning idle shard yields its P.
 const yieldEvery = metaroce.Time(200 * time.Microsecond)
 
@@ -202,9 +223,9 @@ func (s *Shard) run(started chan<- error) {
 	started <- nil
 	defer close(s.done)
 	defer s.drain()
+	defer s.publish()
 
 	var idleSince, lastYield metaroce.Time
-	lastTx := 0 // packets the previous iteration sent (a busy shard, for lendNow)
 	idle := false
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
@@ -213,6 +234,12 @@ func (s *Shard) run(started chan<- error) {
 		s.resolveNeighbours(s.now())
 	}
 	for !s.stop.Load() {
+		if s.held && s.app == nil {
+			if !s.park() {
+				break
+			}
+			idle, sleep = false, time.Microsecond
+		}
 		s.c.Loops++
 		now := s.now()
 		work := s.poll(now)
@@ -220,16 +247,22 @@ func (s *Shard) run(started chan<- error) {
 			s.runCmds(now)
 			work++
 		}
-		if s.borrowReq.Load() && s.lendNow(work+lastTx) {
-			s.lend()
-			now = s.now()
-			work++
+		if s.app != nil {
+			// The application's step, between this iteration's receive
+			// burst and its transmit: what it posts goes out now.
+			if fin, err := s.app.Step(now); fin || err != nil {
+				s.endApp(err)
+				continue
+			}
 		}
 		if s.tr.NextDeadline() <= now {
 			s.tr.OnTimer(now)
 		}
-		lastTx = s.transmit(now)
-		work += lastTx
+		work += s.transmit(now)
+		if now-s.lastPub >= publishEvery {
+			s.lastPub = now
+			s.publish()
+		}
 		if work > 0 {
 			idle, sleep = false, time.Microsecond
 			continue
@@ -239,13 +272,19 @@ func (s *Shard) run(started chan<- error) {
 		}
 		if now-idleSince < metaroce.Time(s.e.cfg.IdleSpin) {
 			// While spinning idle, let the scheduler run other goroutines
-			// now and then: a shard holds a P, and the application's
-			// goroutine (posting work, polling completions through Do)
-			// needs one; with as many spinning shards as Ps it would wait
-			// for the 10ms preemption tick, and the shards run dry.
-			if now-lastYield > yieldEvery {
-				lastYield = now
+			// now and then: a shard holds a P, and an application that
+			// posts work and polls completions through Do needs one; with
+			// as many spinning shards as Ps it would wait for the 10ms
+			// preemption tick, and the shards run dry. Not while an
+			// application runs on this loop (RunApp): nothing else feeds
+			// the shard then, and a locked thread's yield is a thread
+			// handoff that a loaded machine can make last hundreds of
+			// microseconds, each a packet's delay. The next yield is
+			// counted from the end of this one, so that slow yields
+			// cannot follow each other back to back.
+			if s.app == nil && now-lastYield > yieldEvery {
 				runtime.Gosched()
+				lastYield = s.now()
 			}
 			continue
 		}
@@ -260,6 +299,16 @@ func (s *Shard) run(started chan<- error) {
 			continue
 		}
 		s.c.IdleSleeps++
+		if s.app != nil {
+			// With an application on the loop, nap in the kernel: this
+			// thread's own timer is exact, where the Go runtime rounds a
+			// sleep under a millisecond up to one when it has nothing
+			// else to run, and a ping-pong whose ends had both gone idle
+			// would then pay that in every round trip. Do and Stop wait
+			// for the nap (at most MaxIdleSleep).
+			nap(d)
+			continue
+		}
 		timer.Reset(d)
 		select {
 		case <-timer.C:
@@ -313,6 +362,7 @@ func (s *Shard) poll(now metaroce.Time) int {
 		s.c.RxFrames += uint64(n)
 		s.frees = s.frees[:0]
 		for _, m := range s.rxb[:n] {
+			s.c.RxBytes += uint64(m.Len())
 			if !s.handle(now, i, m) {
 				s.frees = append(s.frees, m)
 			}
@@ -407,6 +457,9 @@ func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
 		s.c.ARPLearned++
 	}
 	s.c.RxDelivered++
+	if f.CE {
+		s.c.RxCE++
+	}
 	s.tr.Receive(now, f.Payload, metaroce.RxMeta{Peer: peer, Plane: metaroce.PlaneID(i), CE: f.CE})
 }
 

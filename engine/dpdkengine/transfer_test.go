@@ -71,6 +71,22 @@ func newMemifPairPaths(t *testing.T, k int, impair Impairment, mtu, paths int) *
 }
 
 func newMemifPairQ(t *testing.T, k int, impair Impairment, queues int, mtu, paths int) *memifPair {
+	p := newMemifEngines(t, k, impair, queues)
+	for i := 0; i < 2; i++ {
+		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: mtu,
+			Paths: paths, AcceptIncoming: i == 1, ConnectRetries: 1000})
+		require.NoError(t, err)
+		p.ep[i] = ep
+		sh, err := p.eng[i].Run(ep)
+		require.NoError(t, err)
+		p.sh[i] = sh
+	}
+	return p
+}
+
+// newMemifEngines starts the two engines of memif pair k with their links
+// up, and no shard.
+func newMemifEngines(t *testing.T, k int, impair Impairment, queues int) *memifPair {
 	p := &memifPair{t: t, queues: queues}
 	// Registered first, so it runs after the engines have stopped: a
 	// region must not be freed while a shard may still place into it.
@@ -97,15 +113,6 @@ func newMemifPairQ(t *testing.T, k int, impair Impairment, queues int, mtu, path
 	t.Cleanup(func() { closePair(t, p.eng) })
 	for i := 0; i < 2; i++ {
 		require.NoError(t, p.eng[i].WaitLink(10*time.Second))
-	}
-	for i := 0; i < 2; i++ {
-		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: mtu,
-			Paths: paths, AcceptIncoming: i == 1, ConnectRetries: 1000})
-		require.NoError(t, err)
-		p.ep[i] = ep
-		sh, err := p.eng[i].Run(ep)
-		require.NoError(t, err)
-		p.sh[i] = sh
 	}
 	return p
 }

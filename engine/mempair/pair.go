@@ -33,6 +33,7 @@ type Pair struct {
 
 	buf   []byte
 	steps uint64
+	ends  [2]End
 }
 
 // New builds a pair. B is made to accept incoming connections; Node and
@@ -61,7 +62,11 @@ func New(a, b metaroce.Config, link memlink.Config) (*Pair, error) {
 // NewTransports joins any two transports (the RoCEv2 baseline, say).
 func NewTransports(a, b metaroce.Transport, link memlink.Config) *Pair {
 	n := max(a.MaxPacketLen(), b.MaxPacketLen())
-	return &Pair{T: [2]metaroce.Transport{a, b}, Link: memlink.New(link), buf: make([]byte, n)}
+	p := &Pair{T: [2]metaroce.Transport{a, b}, Link: memlink.New(link), buf: make([]byte, n)}
+	for i := range p.ends {
+		p.ends[i].p, p.ends[i].i = p, i
+	}
+	return p
 }
 
 // Steps is the number of events processed so far.
@@ -79,6 +84,7 @@ func (p *Pair) Flush() {
 			if p.Tap != nil {
 				p.Tap(i, pkt, meta)
 			}
+			p.ends[i].sent(p.Now, pkt, meta)
 			p.Link.Send(int64(p.Now), memlink.Side(i), pkt, memlink.PathKey{Entropy: uint16(meta.Entropy), Plane: uint8(meta.Plane)})
 		}
 	}
@@ -114,6 +120,7 @@ func (p *Pair) deliver(to memlink.Side, pkt []byte, k memlink.PathKey) {
 	if p.RxTap != nil {
 		p.RxTap(int(to), pkt)
 	}
+	p.ends[to].received(p.Now, pkt, k)
 	p.T[to].Receive(p.Now, pkt, metaroce.RxMeta{Peer: metaroce.PeerHandle(to.Other()), Plane: metaroce.PlaneID(k.Plane)})
 }
 

@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,23 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/metaroce/metaroce/engine"
 	mr "github.com/metaroce/metaroce/metaroce"
 )
 
-// Capture, when set on a Backend, sees every packet sent and every packet
-// received (after the impairment stage, before the transport), with the
-// addresses, ports and ECN field it had on the wire. pkt is only valid
-// during the call. ts is nanoseconds since the Unix epoch.
-type Capture func(ts int64, p Packet)
-
-// Packet describes one datagram for a Capture.
-type Packet struct {
-	Sent             bool
-	SrcIP, DstIP     [4]byte
-	SrcPort, DstPort uint16
-	DSCP, ECN        uint8
-	Payload          []byte
-}
+var _ engine.Backend = (*Backend)(nil)
 
 // Backend runs one transport over UDP sockets. See the package comment.
 type Backend struct {
@@ -53,8 +42,8 @@ type Backend struct {
 	rng     *rand.Rand
 	start   time.Time
 	epochNS int64
-	stats   Stats
-	capture Capture
+	stats   counters
+	capture engine.Capture
 
 	closed bool
 
@@ -142,17 +131,20 @@ func setBuffer(fd, force, plain, n int) {
 }
 
 // Attach sets the transport the backend drives. It sizes the packet
-// buffers from t.MaxPacketLen, so call it once, before Step.
-func (b *Backend) Attach(t mr.Transport) {
+// buffers from t.MaxPacketLen, so call it once, before Step or Run. It
+// never fails (the error is engine.Backend's).
+func (b *Backend) Attach(t mr.Transport) error {
 	b.t = t
 	n := t.MaxPacketLen()
 	b.rv = newMsgVec(b.cfg.Burst, n+1, true) // one spare byte tells a too-long datagram
 	b.tv = newMsgVec(b.cfg.Burst, n, false)
 	b.tmeta = make([]mr.TxMeta, b.cfg.Burst)
+	return nil
 }
 
-// SetCapture installs (or, with nil, removes) the capture hook.
-func (b *Backend) SetCapture(c Capture) { b.capture = c }
+// SetCapture installs (or, with nil, removes) the capture hook. It never
+// fails.
+func (b *Backend) SetCapture(c engine.Capture) error { b.capture = c; return nil }
 
 // LocalAddr is the address packets are received on (with the port the
 // kernel chose when Config.Addr had port 0).
@@ -193,8 +185,36 @@ func (b *Backend) LocalIP() [4]byte { return b.local }
 // from the monotonic clock.
 func (b *Backend) Now() mr.Time { return mr.Time(time.Since(b.start)) }
 
-// Stats is the live counters.
-func (b *Backend) Stats() *Stats { return &b.stats }
+// Stats is a copy of the live counters; any goroutine may call it.
+func (b *Backend) Stats() engine.Stats { return b.stats.snapshot() }
+
+// Run is engine.Backend's loop on the calling goroutine: app.Step, then
+// one Step with Config.IdleWait as its wait, until app is done, fails or
+// ctx is cancelled. A Step that moved nothing waits for a packet (at most
+// IdleWait or until the transport's next deadline), so an idle Run sleeps
+// in the kernel instead of spinning.
+func (b *Backend) Run(ctx context.Context, app engine.App) error {
+	if b.t == nil {
+		return errors.New("udp: Run before Attach")
+	}
+	done := ctx.Done()
+	for {
+		if done != nil {
+			select {
+			case <-done:
+				return ctx.Err()
+			default:
+			}
+		}
+		fin, err := app.Step(b.Now())
+		if err != nil || fin {
+			return err
+		}
+		if _, err := b.Step(b.cfg.IdleWait); err != nil {
+			return err
+		}
+	}
+}
 
 // Step runs the transport for one round: due timers, up to Burst packets
 // sent, and up to Burst packets received. When nothing was sent or
@@ -228,6 +248,14 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 		return false, err
 	}
 	got, err = b.recv(true)
+	// Clear the deadline at once: left set, it would expire while the
+	// next Steps are busy sending, and every later non-blocking read
+	// would then fail at once with "deadline exceeded" (recv reads that
+	// as "nothing there"), so a sender that never goes idle again would
+	// stop reading its ACKs (issue 13).
+	if cerr := b.rx.SetReadDeadline(time.Time{}); cerr != nil && err == nil {
+		err = cerr
+	}
 	return got > 0, err
 }
 
@@ -292,7 +320,7 @@ func (b *Backend) recv(block bool) (int, error) {
 		}
 		pkt := v.bufs[i][:l]
 		if b.capture != nil {
-			b.capture(b.epochNS+int64(now), Packet{SrcIP: src, DstIP: b.local, SrcPort: sockaddrPort(&v.names[i]),
+			b.capture(b.epochNS+int64(now), engine.Packet{SrcIP: src, DstIP: b.local, SrcPort: sockaddrPort(&v.names[i]),
 				DstPort: b.port, DSCP: tos >> 2, ECN: tos & 3, Payload: pkt})
 		}
 		b.t.Receive(now, pkt, mr.RxMeta{Peer: mr.PeerHandle(peer), CE: isCE})
@@ -361,7 +389,7 @@ func (b *Backend) send(now mr.Time) (int, error) {
 				m := b.tmeta[k]
 				bytes += uint64(m.Len)
 				if b.capture != nil {
-					b.capture(b.epochNS+int64(now), Packet{Sent: true, SrcIP: b.local, DstIP: b.peerIP[m.Peer],
+					b.capture(b.epochNS+int64(now), engine.Packet{Sent: true, SrcIP: b.local, DstIP: b.peerIP[m.Peer],
 						SrcPort: s.port, DstPort: sockaddrPort(&b.peers[m.Peer]), DSCP: uint8(tos >> 2),
 						ECN: uint8(tos & 3), Payload: v.bufs[k][:m.Len]})
 				}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/engine"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
 )
@@ -149,7 +150,7 @@ func TestMetaroceWriteOverLoopback(t *testing.T) {
 	ea, eb := metaroceEndpoints(t, p, 4)
 	var mu sync.Mutex
 	ports := map[uint16]bool{}
-	p.b[0].SetCapture(func(_ int64, pk Packet) {
+	p.b[0].SetCapture(func(_ int64, pk engine.Packet) {
 		mu.Lock()
 		ports[pk.SrcPort] = true
 		mu.Unlock()
@@ -169,8 +170,8 @@ func TestMetaroceWriteOverLoopback(t *testing.T) {
 		}
 	}
 	st := p.b[1].Stats()
-	if st.RxPackets.Load() == 0 || st.RxUnknownPeer.Load() != 0 || st.RxTruncated.Load() != 0 {
-		t.Fatalf("B stats: rx %d unknown %d truncated %d", st.RxPackets.Load(), st.RxUnknownPeer.Load(), st.RxTruncated.Load())
+	if st.RxPackets == 0 || st.RxUnknownPeer != 0 || st.RxTruncated != 0 {
+		t.Fatalf("B stats: rx %d unknown %d truncated %d", st.RxPackets, st.RxUnknownPeer, st.RxTruncated)
 	}
 }
 
@@ -178,11 +179,11 @@ func TestInjectedLossIsRepaired(t *testing.T) {
 	p := newPair(t, Config{Loss: 0.02, Seed: 1}, Config{Loss: 0.02, Seed: 2})
 	ea, eb := metaroceEndpoints(t, p, 8)
 	writeAndVerify(t, p, ea, eb, 2<<20)
-	drops := p.b[0].Stats().RxInjectedDrops.Load() + p.b[1].Stats().RxInjectedDrops.Load()
+	drops := p.b[0].Stats().RxInjectedDrops + p.b[1].Stats().RxInjectedDrops
 	if drops == 0 {
 		t.Fatal("2% injected loss dropped nothing")
 	}
-	t.Logf("injected drops: %d of %d packets received", drops, p.b[0].Stats().RxPackets.Load()+p.b[1].Stats().RxPackets.Load())
+	t.Logf("injected drops: %d of %d packets received", drops, p.b[0].Stats().RxPackets+p.b[1].Stats().RxPackets)
 }
 
 // TestECNCongestionExperienced sends a CE-marked datagram from an
@@ -226,8 +227,8 @@ func TestECNCongestionExperienced(t *testing.T) {
 			t.Errorf("datagram %d: CE %v, want %v", i, rec.got[i].CE, want)
 		}
 	}
-	if b.Stats().RxCE.Load() != 1 {
-		t.Errorf("RxCE = %d, want 1", b.Stats().RxCE.Load())
+	if b.Stats().RxCE != 1 {
+		t.Errorf("RxCE = %d, want 1", b.Stats().RxCE)
 	}
 }
 
@@ -249,13 +250,13 @@ func TestUnknownPeerCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := time.Now().Add(5 * time.Second)
-	for b.Stats().RxUnknownPeer.Load() == 0 && time.Now().Before(end) {
+	for b.Stats().RxUnknownPeer == 0 && time.Now().Before(end) {
 		if _, err := b.Step(10 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if b.Stats().RxUnknownPeer.Load() != 1 || len(rec.got) != 0 {
-		t.Fatalf("unknown %d, delivered %d", b.Stats().RxUnknownPeer.Load(), len(rec.got))
+	if b.Stats().RxUnknownPeer != 1 || len(rec.got) != 0 {
+		t.Fatalf("unknown %d, delivered %d", b.Stats().RxUnknownPeer, len(rec.got))
 	}
 }
 
@@ -333,6 +334,7 @@ func TestConfigErrors(t *testing.T) {
 		{Addr: netip.MustParseAddrPort("[::1]:0")},
 		{Addr: netip.MustParseAddrPort("127.0.0.1:0"), Loss: 1.5},
 		{Addr: netip.MustParseAddrPort("127.0.0.1:0"), DSCP: 64},
+		{Addr: netip.MustParseAddrPort("127.0.0.1:0"), IdleWait: -time.Millisecond},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("%+v: no error", c)
