@@ -3,6 +3,8 @@ package metaroce
 import (
 	"fmt"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Config holds an endpoint's protocol parameters. The zero value of a field
@@ -25,7 +27,7 @@ type Config struct {
 	Streams int
 	// EntropyBase is the UDP source port of path 0; path i uses
 	// EntropyBase+i. Default 49152.
-	EntropyBase Entropy
+	EntropyBase verbs.Entropy
 
 	// PathWindow is the most packets a path may have in flight (1..256:
 	// the SACK bitmap covers 256 PSNs), and the window a path starts with.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Core returns the protocol core's configuration for these parameters
@@ -14,7 +15,7 @@ import (
 func (m Metaroce) Core() mr.Config {
 	return mr.Config{
 		Paths: m.Paths, Planes: m.Planes, MTU: m.MTU, PathWindow: m.PathWindow, AckEvery: m.AckEvery,
-		EntropyBase: mr.Entropy(m.EntropyBase), LinkRateBps: m.LinkGbps * 1e9, AckDelay: m.AckDelay,
+		EntropyBase: verbs.Entropy(m.EntropyBase), LinkRateBps: m.LinkGbps * 1e9, AckDelay: m.AckDelay,
 		MinRTO: m.MinRTO, MaxRTO: m.MaxRTO, MinWindow: m.MinWindow, ECNGain: m.ECNGain,
 		HintUtilization: m.HintUtilization, HintInterval: m.HintInterval, InflightRTTs: m.InflightRTTs,
 		InitialInflight: m.InitialInflight, PathFailAfter: m.PathFailAfter, PathReprobe: m.PathReprobe,

@@ -1,12 +1,14 @@
 package sim
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // capture sees every packet one host's NIC ports send and receive (what
 // --pcap writes). It is called inside the run, in event order.
 type capture struct {
 	host int32
-	fn   func(now mr.Time, f Frame)
+	fn   func(now verbs.Time, f Frame)
 }
 
 // Frame is a packet as a capture sees it: the transport's bytes and what
@@ -24,7 +26,7 @@ type Frame struct {
 	Transmit bool // sent by the captured host (else received by it)
 }
 
-func (c *capture) packet(now mr.Time, s *Sim, p *packet, tx bool) {
+func (c *capture) packet(now verbs.Time, s *Sim, p *packet, tx bool) {
 	c.fn(now, Frame{Payload: p.buf[:p.n], SrcHost: int(p.src), DstHost: int(p.dst), Plane: int(p.plane),
 		SrcIP: hostIP(p.src, p.plane), DstIP: hostIP(p.dst, p.plane), SrcPort: p.sport, DstPort: s.dport,
 		ECT: p.ect, CE: p.ce, Transmit: tx})

@@ -1,6 +1,8 @@
 package sim
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // evKind says what an event does; a and b are its operands.
 type evKind uint8
@@ -20,7 +22,7 @@ const (
 
 // event is one scheduled happening, stored by value in the queue.
 type event struct {
-	at   mr.Time
+	at   verbs.Time
 	seq  uint64
 	a, b int32
 	kind evKind
@@ -49,7 +51,7 @@ type eventQueue struct {
 func (q *eventQueue) len() int { return len(q.h) }
 
 // push schedules an event.
-func (q *eventQueue) push(at mr.Time, kind evKind, a, b int32) {
+func (q *eventQueue) push(at verbs.Time, kind evKind, a, b int32) {
 	q.seq++
 	q.h = append(q.h, event{at: at, seq: q.seq, a: a, b: b, kind: kind})
 	h := q.h

@@ -5,9 +5,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // Events come out in time order, and events at the same time in the order
@@ -16,7 +15,7 @@ func TestEventQueueOrder(t *testing.T) {
 	var q eventQueue
 	rng := rand.New(rand.NewPCG(1, 2))
 	type key struct {
-		at  mr.Time
+		at  verbs.Time
 		seq int32
 	}
 	var want []key
@@ -24,7 +23,7 @@ func TestEventQueueOrder(t *testing.T) {
 	var got []key
 	for round := 0; round < 50; round++ {
 		for i := 0; i < 200; i++ {
-			at := mr.Time(rng.IntN(100)) + mr.Time(round*50)
+			at := verbs.Time(rng.IntN(100)) + verbs.Time(round*50)
 			q.push(at, evArrive, n, 0)
 			want = append(want, key{at, n})
 			n++
@@ -42,7 +41,7 @@ func TestEventQueueOrder(t *testing.T) {
 	// Popped times never go backwards relative to what was in the queue at
 	// the time: check that ties keep scheduling order globally.
 	sort.SliceStable(want, func(i, j int) bool { return want[i].at < want[j].at })
-	seen := map[mr.Time]int32{}
+	seen := map[verbs.Time]int32{}
 	for _, k := range got {
 		if last, ok := seen[k.at]; ok {
 			require.Greater(t, k.seq, last, "events at t=%d out of scheduling order", k.at)
@@ -56,12 +55,12 @@ func TestEventQueueSorted(t *testing.T) {
 	var q eventQueue
 	rng := rand.New(rand.NewPCG(3, 4))
 	type key struct {
-		at  mr.Time
+		at  verbs.Time
 		seq int32
 	}
 	var want []key
 	for i := int32(0); i < 5000; i++ {
-		at := mr.Time(rng.IntN(300))
+		at := verbs.Time(rng.IntN(300))
 		q.push(at, evTimer, i, 0)
 		want = append(want, key{at, i})
 	}
@@ -77,9 +76,9 @@ func TestEventQueueSorted(t *testing.T) {
 func TestEventQueueNoAllocSteadyState(t *testing.T) {
 	var q eventQueue
 	for i := 0; i < 1024; i++ {
-		q.push(mr.Time(i), evArrive, 0, 0)
+		q.push(verbs.Time(i), evArrive, 0, 0)
 	}
-	at := mr.Time(1024)
+	at := verbs.Time(1024)
 	allocs := testing.AllocsPerRun(1000, func() {
 		q.pop()
 		q.push(at, evArrive, 0, 0)
@@ -92,11 +91,11 @@ func BenchmarkEventQueue(b *testing.B) {
 	var q eventQueue
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 100000; i++ {
-		q.push(mr.Time(rng.IntN(1e6)), evArrive, 0, 0)
+		q.push(verbs.Time(rng.IntN(1e6)), evArrive, 0, 0)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		e := q.pop()
-		q.push(e.at+mr.Time(rng.IntN(1e6)), evArrive, 0, 0)
+		q.push(e.at+verbs.Time(rng.IntN(1e6)), evArrive, 0, 0)
 	}
 }

@@ -1,22 +1,24 @@
 package sim
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // host is one end system: a transport endpoint that carries all the
 // host's connections, and one NIC port per plane.
 type host struct {
 	id    int32
-	tr    mr.Transport
+	tr    verbs.Transport
 	ports []hostPort
 	// queued counts packets waiting in all ports (not the ones on the wire).
 	queued int
 	// The transport's timer: at most one live event, for the earliest
 	// deadline asked for; events of older generations are ignored when
 	// they fire.
-	timerAt  mr.Time
+	timerAt  verbs.Time
 	timerGen int32
-	firedAt  mr.Time // when OnTimer last ran
-	dirty    bool    // the application posted work: pull packets after the current event
+	firedAt  verbs.Time // when OnTimer last ran
+	dirty    bool       // the application posted work: pull packets after the current event
 }
 
 // hostPort is a NIC port: a small FIFO of packets (indices into the pool)
@@ -67,7 +69,7 @@ func (s *Sim) canPull(h *host) bool {
 // touches a host's transport ends with it.
 func (s *Sim) kick(h *host) {
 	h.dirty = false
-	steer, _ := h.tr.(mr.PlaneSteering)
+	steer, _ := h.tr.(verbs.PlaneSteering)
 	for s.canPull(h) {
 		if steer != nil && len(h.ports) > 1 {
 			// Tell the transport which NIC ports have room, as a NIC
@@ -120,8 +122,8 @@ func (s *Sim) startTx(h *host, pi int) {
 	b := s.pool.at(pk).wireBytes()
 	s.pfcNote(pfcTx, port.link, b)
 	arrive, _, _ := l.enqueue(int64(s.now)*1000, b, false)
-	s.q.push(mr.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(s.planes)+int32(pi), 0)
-	s.q.push(mr.Time(psToNs(arrive)), evArrive, port.link, pk)
+	s.q.push(verbs.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(s.planes)+int32(pi), 0)
+	s.q.push(verbs.Time(psToNs(arrive)), evArrive, port.link, pk)
 }
 
 // txDone: port gp (host·planes+plane) finished a packet.
@@ -162,7 +164,7 @@ func (s *Sim) onTimer(hid, gen int32) {
 	if gen != h.timerGen {
 		return // superseded by an earlier deadline
 	}
-	h.timerAt = mr.Never
+	h.timerAt = verbs.Never
 	if h.tr.NextDeadline() <= s.now {
 		h.firedAt = s.now
 		h.tr.OnTimer(s.now)
@@ -179,7 +181,7 @@ func (s *Sim) deliver(pi int32) {
 		s.tap.packet(s.now, s, p, false)
 	}
 	s.hostRx++
-	h.tr.Receive(s.now, p.buf[:p.n], mr.RxMeta{Peer: mr.PeerHandle(p.src), Plane: mr.PlaneID(p.plane), CE: p.ce})
+	h.tr.Receive(s.now, p.buf[:p.n], verbs.RxMeta{Peer: verbs.PeerHandle(p.src), Plane: verbs.PlaneID(p.plane), CE: p.ce})
 	s.pool.put(pi)
 	s.poll(h)
 	s.kick(h)

@@ -4,9 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // probeTransport is a scripted transport for model tests: each host sends
@@ -16,7 +15,7 @@ import (
 type probeTransport struct{ script map[int][]probeSend }
 
 type probeSend struct {
-	at      mr.Time
+	at      verbs.Time
 	dst     int
 	entropy uint16
 	plane   uint8
@@ -24,7 +23,7 @@ type probeSend struct {
 }
 
 type probeRecv struct {
-	at      mr.Time
+	at      verbs.Time
 	src     int
 	entropy uint16
 	plane   uint8
@@ -46,12 +45,12 @@ func (p probeTransport) NewWorld(env WorldEnv, _ any) (World, error) {
 
 type probeWorld struct{ hosts []*probeHost }
 
-func (w *probeWorld) Host(i int) mr.Transport                      { return w.hosts[i] }
-func (w *probeWorld) Dial(mr.Time, int, int) (ConnRef, error)      { return 0, nil }
-func (w *probeWorld) Post(mr.Time, ConnRef, Op, int, uint32) error { return nil }
-func (w *probeWorld) Poll(mr.Time, int, func(Completion))          {}
-func (w *probeWorld) Delivered(ConnRef) uint64                     { return 0 }
-func (w *probeWorld) Counters() []Field                            { return nil }
+func (w *probeWorld) Host(i int) verbs.Transport                      { return w.hosts[i] }
+func (w *probeWorld) Dial(verbs.Time, int, int) (ConnRef, error)      { return 0, nil }
+func (w *probeWorld) Post(verbs.Time, ConnRef, Op, int, uint32) error { return nil }
+func (w *probeWorld) Poll(verbs.Time, int, func(Completion))          {}
+func (w *probeWorld) Delivered(ConnRef) uint64                        { return 0 }
+func (w *probeWorld) Counters() []Field                               { return nil }
 
 // probeHost keeps the Transport contract: a send becomes ready when
 // OnTimer reaches its time, and NextDeadline is always the next send not
@@ -65,28 +64,28 @@ type probeHost struct {
 
 func (h *probeHost) MaxPacketLen() int { return 9000 }
 
-func (h *probeHost) Receive(now mr.Time, pkt []byte, rx mr.RxMeta) {
+func (h *probeHost) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 	h.got = append(h.got, probeRecv{at: now, src: int(rx.Peer), entropy: binary.BigEndian.Uint16(pkt), plane: uint8(rx.Plane), ce: rx.CE})
 }
 
-func (h *probeHost) NextPacket(now mr.Time, buf []byte) (mr.TxMeta, bool) {
+func (h *probeHost) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if h.next >= h.ready {
-		return mr.TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	s := h.sends[h.next]
 	h.next++
 	binary.BigEndian.PutUint16(buf, s.entropy)
-	return mr.TxMeta{Len: s.n, Peer: mr.PeerHandle(s.dst), Entropy: mr.Entropy(s.entropy), Plane: mr.PlaneID(s.plane)}, true
+	return verbs.TxMeta{Len: s.n, Peer: verbs.PeerHandle(s.dst), Entropy: verbs.Entropy(s.entropy), Plane: verbs.PlaneID(s.plane)}, true
 }
 
-func (h *probeHost) NextDeadline() mr.Time {
+func (h *probeHost) NextDeadline() verbs.Time {
 	if h.ready >= len(h.sends) {
-		return mr.Never
+		return verbs.Never
 	}
 	return h.sends[h.ready].at
 }
 
-func (h *probeHost) OnTimer(now mr.Time) {
+func (h *probeHost) OnTimer(now verbs.Time) {
 	for h.ready < len(h.sends) && h.sends[h.ready].at <= now {
 		h.ready++
 	}
@@ -119,10 +118,10 @@ func probeSimWith(t *testing.T, yaml string, script map[int][]probeSend, hook fu
 
 // spaced returns n sends from src to dst, one every gap ns, with entropy
 // base+i (or fixed when step is 0).
-func spaced(n int, gap mr.Time, dst int, base, step uint16, plane uint8, size int) []probeSend {
+func spaced(n int, gap verbs.Time, dst int, base, step uint16, plane uint8, size int) []probeSend {
 	var s []probeSend
 	for i := 0; i < n; i++ {
-		s = append(s, probeSend{at: mr.Time(i) * gap, dst: dst, entropy: base + uint16(i)*step, plane: plane, n: size})
+		s = append(s, probeSend{at: verbs.Time(i) * gap, dst: dst, entropy: base + uint16(i)*step, plane: plane, n: size})
 	}
 	return s
 }

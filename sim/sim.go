@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Sim is one run: one transport on one fabric under one workload. It is
@@ -13,8 +13,8 @@ import (
 type Sim struct {
 	cfg    *Config
 	tname  string
-	now    mr.Time
-	end    mr.Time
+	now    verbs.Time
+	end    verbs.Time
 	q      eventQueue
 	pool   packetPool
 	topo   *topology
@@ -31,11 +31,11 @@ type Sim struct {
 	dirty   []int32
 	sink    func(Completion) // s.onCompletion, bound once (a method value allocates)
 	tap     *capture
-	baseRTT mr.Time
+	baseRTT verbs.Time
 	pfc     pfcState // lossless mode (topology.pfc)
 
 	stopped  bool
-	finishAt mr.Time // when a finite workload finished (Never: not yet)
+	finishAt verbs.Time // when a finite workload finished (Never: not yet)
 	events   uint64
 
 	// counters
@@ -66,7 +66,7 @@ func newSim(rs runSpec) (*Sim, error) {
 	}
 	s := &Sim{cfg: cfg, tname: rs.transport.Name(), end: cfg.Duration.T(), topo: topo, links: topo.links,
 		planes: topo.planes, dport: rs.transport.UDPPort(), txQueue: cfg.Topology.TxQueue,
-		finishAt: mr.Never, tap: rs.tap, progress: rs.progress}
+		finishAt: verbs.Never, tap: rs.tap, progress: rs.progress}
 	wl, err := newWorkload(cfg, topo.hosts)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func newSim(rs runSpec) (*Sim, error) {
 	s.hosts = make([]host, topo.hosts)
 	for i := range s.hosts {
 		h := &s.hosts[i]
-		h.id, h.tr, h.timerAt, h.firedAt = int32(i), world.Host(i), mr.Never, -1
+		h.id, h.tr, h.timerAt, h.firedAt = int32(i), world.Host(i), verbs.Never, -1
 		maxLen = max(maxLen, h.tr.MaxPacketLen())
 		h.ports = make([]hostPort, topo.planes)
 		for p := range h.ports {
@@ -95,7 +95,7 @@ func newSim(rs runSpec) (*Sim, error) {
 	s.pool = newPacketPool(maxLen)
 	s.setupPFC(int64(maxLen) + wireOverhead)
 	data, ack := rs.transport.PacketLens(cfg.Transport.MTU)
-	s.baseRTT = mr.Time(topo.baseRTT(data, ack))
+	s.baseRTT = verbs.Time(topo.baseRTT(data, ack))
 	return s, nil
 }
 
@@ -104,7 +104,7 @@ func (s *Sim) run() (*runResult, error) {
 	if err := s.start(); err != nil {
 		return nil, err
 	}
-	s.runUntil(mr.Never)
+	s.runUntil(verbs.Never)
 	if s.progress != nil {
 		s.progress.Store(int64(s.end))
 	}
@@ -134,7 +134,7 @@ func (s *Sim) start() error {
 
 // runUntil processes events up to and including time limit, or until the
 // run stops.
-func (s *Sim) runUntil(limit mr.Time) {
+func (s *Sim) runUntil(limit verbs.Time) {
 	for !s.stopped && s.q.len() > 0 && s.q.peek().at <= limit {
 		e := s.q.pop()
 		s.now = e.at
@@ -165,7 +165,7 @@ func (s *Sim) runUntil(limit mr.Time) {
 		case evStop:
 			s.stopped = true
 		}
-		if s.finishAt == mr.Never && s.wl.finished() {
+		if s.finishAt == verbs.Never && s.wl.finished() {
 			s.finishAt = s.now
 			s.stopped = true
 		}
@@ -205,7 +205,7 @@ func (s *Sim) arrive(li, pi int32) {
 		return
 	}
 	p.ce = p.ce || ce
-	s.q.push(mr.Time(psToNs(arrive)), evArrive, out, pi)
+	s.q.push(verbs.Time(psToNs(arrive)), evArrive, out, pi)
 }
 
 // fault applies failure i (or its recovery) and schedules the routing's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // This file is the metaroce adapter: the protocol core as the simulator
@@ -138,9 +139,9 @@ func (metaroceTransport) NewWorld(env WorldEnv, params any) (World, error) {
 			return nil, err
 		}
 		w.hosts = append(w.hosts, &mrHost{ep: ep, pd: pd, src: src, dst: dst,
-			scq: mr.NewCompletionQueue(1024), rcq: mr.NewCompletionQueue(1024),
-			dialed: map[mr.ConnID]ConnRef{}, accepted: map[mr.ConnID]ConnRef{},
-			wcs: make([]mr.WorkCompletion, 64)})
+			scq: verbs.NewCompletionQueue(1024), rcq: verbs.NewCompletionQueue(1024),
+			dialed: map[verbs.QPN]ConnRef{}, accepted: map[verbs.QPN]ConnRef{}, byID: map[mr.ConnID]ConnRef{},
+			wcs: make([]verbs.WorkCompletion, 64)})
 	}
 	return w, nil
 }
@@ -155,12 +156,13 @@ type mrWorld struct {
 
 type mrHost struct {
 	ep       *mr.Endpoint
-	pd       *mr.ProtectionDomain
-	src, dst *mr.MemoryRegion
-	scq, rcq *mr.CompletionQueue
-	dialed   map[mr.ConnID]ConnRef // by the sender's local connection id
-	accepted map[mr.ConnID]ConnRef // by the receiver's local connection id
-	wcs      []mr.WorkCompletion
+	pd       *verbs.ProtectionDomain
+	src, dst *verbs.MemoryRegion
+	scq, rcq *verbs.CompletionQueue
+	dialed   map[verbs.QPN]ConnRef // by the sender's queue pair
+	accepted map[verbs.QPN]ConnRef // by the receiver's queue pair
+	byID     map[mr.ConnID]ConnRef // dialed connections, by the sender's local connection id
+	wcs      []verbs.WorkCompletion
 	waiting  []ConnRef // connections with posts held until they are established
 }
 
@@ -186,25 +188,26 @@ type heldPost struct {
 	id uint32
 }
 
-func (w *mrWorld) Host(i int) mr.Transport { return w.hosts[i].ep }
+func (w *mrWorld) Host(i int) verbs.Transport { return w.hosts[i].ep }
 
-func (w *mrWorld) Dial(now mr.Time, src, dst int) (ConnRef, error) {
+func (w *mrWorld) Dial(now verbs.Time, src, dst int) (ConnRef, error) {
 	h := w.hosts[src]
-	c, err := h.ep.Connect(now, mr.PeerHandle(dst))
+	c, err := h.ep.Connect(now, verbs.PeerHandle(dst))
 	if err != nil {
 		return -1, err
 	}
-	qp, err := c.CreateQP(0, mr.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
+	qp, err := c.CreateQP(0, verbs.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
 	if err != nil {
 		return -1, err
 	}
 	ref := ConnRef(len(w.conns))
 	w.conns = append(w.conns, mrConn{src: src, dst: dst, c: c, qp: qp})
-	h.dialed[c.LocalID()] = ref
+	h.dialed[qp.QPN()] = ref
+	h.byID[c.LocalID()] = ref
 	return ref, nil
 }
 
-func (w *mrWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error {
+func (w *mrWorld) Post(now verbs.Time, ref ConnRef, op Op, n int, id uint32) error {
 	c := &w.conns[ref]
 	if !c.c.Established() || len(c.held) > 0 {
 		if c.c.State() != "connecting" && len(c.held) == 0 {
@@ -220,7 +223,7 @@ func (w *mrWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error 
 	return w.post(now, c, op, n, id)
 }
 
-func (w *mrWorld) post(now mr.Time, c *mrConn, op Op, n int, id uint32) error {
+func (w *mrWorld) post(now verbs.Time, c *mrConn, op Op, n int, id uint32) error {
 	h, peer := w.hosts[c.src], w.hosts[c.dst]
 	wr, err := sendWR(op, id, h.src.SGE(0, n), peer.dst.Addr(), peer.dst.RKey())
 	if err != nil {
@@ -237,14 +240,14 @@ func (w *mrWorld) post(now mr.Time, c *mrConn, op Op, n int, id uint32) error {
 
 // recvWR is a receive as the adapter posts it: with a buffer for SENDs
 // when the workload posts any, empty otherwise (a WRITE_IMM needs none).
-func (h *mrHost) recvWR(n int) mr.RecvWR {
+func (h *mrHost) recvWR(n int) verbs.RecvWR {
 	if n == 0 {
-		return mr.RecvWR{}
+		return verbs.RecvWR{}
 	}
-	return mr.RecvWR{Local: h.dst.SGE(0, n)}
+	return verbs.RecvWR{Local: h.dst.SGE(0, n)}
 }
 
-func (w *mrWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
+func (w *mrWorld) Poll(now verbs.Time, hi int, sink func(Completion)) {
 	h := w.hosts[hi]
 	if len(h.waiting) > 0 {
 		w.release(now, h)
@@ -259,12 +262,12 @@ func (w *mrWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 	for h.scq.Len() > 0 {
 		k := h.scq.Poll(h.wcs)
 		for _, wc := range h.wcs[:k] {
-			ref, ok := h.dialed[wc.Conn]
+			ref, ok := h.dialed[wc.QPN]
 			if !ok {
 				continue
 			}
 			op, id := splitWRID(wc.WRID)
-			okWC := wc.Status == mr.StatusSuccess
+			okWC := wc.Status == verbs.StatusSuccess
 			if okWC && !op.consumesRecv() {
 				// WRITE, READ: no receive completion at the peer.
 				sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: true})
@@ -275,26 +278,26 @@ func (w *mrWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 	for h.rcq.Len() > 0 {
 		k := h.rcq.Poll(h.wcs)
 		for _, wc := range h.wcs[:k] {
-			ref, ok := h.accepted[wc.Conn]
+			ref, ok := h.accepted[wc.QPN]
 			if !ok {
 				continue
 			}
 			c := &w.conns[ref]
 			id := wc.Imm
-			if wc.Status != mr.StatusFlushed {
+			if wc.Status != verbs.StatusFlushed {
 				// Keep the receive queue full: one receive back per one used.
 				_ = c.rqp.PostRecv(now, h.recvWR(w.recvLen))
 				if w.recvIDs {
 					id = c.ids.pop()
 				}
 			}
-			sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
+			sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: wc.Status == verbs.StatusSuccess})
 		}
 	}
 }
 
 // release posts the held messages of connections that are now up.
-func (w *mrWorld) release(now mr.Time, h *mrHost) {
+func (w *mrWorld) release(now verbs.Time, h *mrHost) {
 	keep := h.waiting[:0]
 	for _, ref := range h.waiting {
 		c := &w.conns[ref]
@@ -316,23 +319,23 @@ func (w *mrWorld) release(now mr.Time, h *mrHost) {
 // (the dialer's connection id is the accepted one's remote id) and gives
 // it its queue pair and receives, before any data can arrive: the ACCEPT
 // has not even left yet.
-func (w *mrWorld) accept(now mr.Time, hi int, rc *mr.Conn) {
+func (w *mrWorld) accept(now verbs.Time, hi int, rc *mr.Conn) {
 	peer := int(rc.Peer())
 	if peer < 0 || peer >= len(w.hosts) {
 		return
 	}
-	ref, ok := w.hosts[peer].dialed[rc.RemoteID()]
+	ref, ok := w.hosts[peer].byID[rc.RemoteID()]
 	if !ok {
 		return
 	}
 	h := w.hosts[hi]
 	c := &w.conns[ref]
-	qp, err := rc.CreateQP(0, mr.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
+	qp, err := rc.CreateQP(0, verbs.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
 	if err != nil {
 		return
 	}
 	c.rc, c.rqp = rc, qp
-	h.accepted[rc.LocalID()] = ref
+	h.accepted[qp.QPN()] = ref
 	for i := 0; i < w.recvDepth; i++ {
 		_ = qp.PostRecv(now, h.recvWR(w.recvLen))
 	}
@@ -366,7 +369,7 @@ func (w *mrWorld) Counters() []Field {
 		sum.RNRNaksSent += k.RNRNaksSent
 		sum.Duplicates += k.Duplicates
 		for i := 0; i < c.NumPaths(); i++ {
-			pc := c.PathCounters(mr.PathID(i))
+			pc := c.PathCounters(verbs.PathID(i))
 			rto += pc.RetransmitTimeout
 			probes += pc.Probes
 			restores += pc.Restores

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // This file is the RoCEv2 baseline's adapter. One rocev2.Endpoint per host
@@ -56,7 +56,7 @@ func (rocev2Transport) PacketLens(mtu int) (int, int) {
 	return rocev2.BTHLen + rocev2.RETHLen + mtu + rocev2.ICRCLen, rocev2.BTHLen + 4 + rocev2.ICRCLen
 }
 
-func rocev2IP(h mr.PeerHandle) rocev2.IPv4 {
+func rocev2IP(h verbs.PeerHandle) rocev2.IPv4 {
 	ip := hostIP(int32(h), 0)
 	return rocev2.IPv4{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}
 }
@@ -68,7 +68,7 @@ func (rocev2Transport) NewWorld(env WorldEnv, params any) (World, error) {
 	srcAccess, dstAccess := memAccess(env.Ops)
 	for h := 0; h < env.Hosts; h++ {
 		cfg := rocev2.Config{
-			LocalIP: rocev2IP(mr.PeerHandle(h)), PeerIP: rocev2IP, MTU: env.MTU,
+			LocalIP: rocev2IP(verbs.PeerHandle(h)), PeerIP: rocev2IP, MTU: env.MTU,
 			AckTimeoutCode: p.AckTimeoutCode, RetryCount: p.RetryCount, RNRRetry: p.RNRRetry,
 			AckReqEvery: p.AckReqEvery, AcceptIncoming: true, LineRateBps: float64(env.Planes) * env.NICGbps * 1e9,
 		}
@@ -91,9 +91,9 @@ func (rocev2Transport) NewWorld(env WorldEnv, params any) (World, error) {
 			return nil, err
 		}
 		host := &rcHost{ep: ep, pd: pd, src: src, dst: dst,
-			scq: rocev2.NewCompletionQueue(1024), rcq: rocev2.NewCompletionQueue(1024),
+			scq: verbs.NewCompletionQueue(1024), rcq: verbs.NewCompletionQueue(1024),
 			dialed: map[uint32]ConnRef{}, accepted: map[uint32]ConnRef{}, plane: map[rcKey]uint8{},
-			wcs: make([]mr.WorkCompletion, 64)}
+			wcs: make([]verbs.WorkCompletion, 64)}
 		host.tr = rcPlaned{host}
 		w.hosts = append(w.hosts, host)
 	}
@@ -113,20 +113,20 @@ type rcWorld struct {
 // rcKey names a QP's traffic as the sender sees it: the peer and the
 // peer's QP number (the BTH's DestQP).
 type rcKey struct {
-	peer mr.PeerHandle
+	peer verbs.PeerHandle
 	qpn  uint32
 }
 
 type rcHost struct {
 	ep       *rocev2.Endpoint
-	tr       mr.Transport
-	pd       *rocev2.ProtectionDomain
-	src, dst *rocev2.MemoryRegion
-	scq, rcq *rocev2.CompletionQueue
+	tr       verbs.Transport
+	pd       *verbs.ProtectionDomain
+	src, dst *verbs.MemoryRegion
+	scq, rcq *verbs.CompletionQueue
 	dialed   map[uint32]ConnRef // by the dialer's QPN
 	accepted map[uint32]ConnRef // by the acceptor's QPN
 	plane    map[rcKey]uint8    // the plane of every QP that has one other than 0
-	wcs      []mr.WorkCompletion
+	wcs      []verbs.WorkCompletion
 }
 
 type rcConn struct {
@@ -142,29 +142,29 @@ type rcConn struct {
 // rcPlaned is a host's endpoint with the plane of each QP filled in.
 type rcPlaned struct{ h *rcHost }
 
-func (p rcPlaned) Receive(now mr.Time, pkt []byte, rx mr.RxMeta) { p.h.ep.Receive(now, pkt, rx) }
-func (p rcPlaned) NextDeadline() mr.Time                         { return p.h.ep.NextDeadline() }
-func (p rcPlaned) OnTimer(now mr.Time)                           { p.h.ep.OnTimer(now) }
-func (p rcPlaned) MaxPacketLen() int                             { return p.h.ep.MaxPacketLen() }
+func (p rcPlaned) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) { p.h.ep.Receive(now, pkt, rx) }
+func (p rcPlaned) NextDeadline() verbs.Time                            { return p.h.ep.NextDeadline() }
+func (p rcPlaned) OnTimer(now verbs.Time)                              { p.h.ep.OnTimer(now) }
+func (p rcPlaned) MaxPacketLen() int                                   { return p.h.ep.MaxPacketLen() }
 
-func (p rcPlaned) NextPacket(now mr.Time, buf []byte) (mr.TxMeta, bool) {
+func (p rcPlaned) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	m, ok := p.h.ep.NextPacket(now, buf)
 	if ok && len(p.h.plane) > 0 && m.Len >= rocev2.BTHLen {
 		qpn := binary.BigEndian.Uint32(buf[4:8]) & 0xffffff
-		m.Plane = mr.PlaneID(p.h.plane[rcKey{m.Peer, qpn}])
+		m.Plane = verbs.PlaneID(p.h.plane[rcKey{m.Peer, qpn}])
 	}
 	return m, ok
 }
 
-func (w *rcWorld) Host(i int) mr.Transport { return w.hosts[i].tr }
+func (w *rcWorld) Host(i int) verbs.Transport { return w.hosts[i].tr }
 
-func (w *rcWorld) Dial(now mr.Time, src, dst int) (ConnRef, error) {
+func (w *rcWorld) Dial(now verbs.Time, src, dst int) (ConnRef, error) {
 	h := w.hosts[src]
-	c, err := h.ep.Connect(now, mr.PeerHandle(dst))
+	c, err := h.ep.Connect(now, verbs.PeerHandle(dst))
 	if err != nil {
 		return -1, err
 	}
-	qp, err := c.CreateQP(rocev2.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
+	qp, err := c.CreateQP(verbs.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
 	if err != nil {
 		return -1, err
 	}
@@ -176,10 +176,10 @@ func (w *rcWorld) Dial(now mr.Time, src, dst int) (ConnRef, error) {
 	return ref, nil
 }
 
-func (w *rcWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error {
+func (w *rcWorld) Post(now verbs.Time, ref ConnRef, op Op, n int, id uint32) error {
 	c := &w.conns[ref]
 	peer := w.hosts[c.dst]
-	wr, err := sendWR(op, id, w.hosts[c.src].src.SGE(0, n), peer.dst.Addr(), mr.RKey(peer.dst.RKey()))
+	wr, err := sendWR(op, id, w.hosts[c.src].src.SGE(0, n), peer.dst.Addr(), verbs.RKey(peer.dst.RKey()))
 	if err != nil {
 		return fmt.Errorf("rocev2: %w", err)
 	}
@@ -194,14 +194,14 @@ func (w *rcWorld) Post(now mr.Time, ref ConnRef, op Op, n int, id uint32) error 
 
 // recvWR is a receive as the adapter posts it: with a buffer for SENDs
 // when the workload posts any, empty otherwise (a WRITE_IMM needs none).
-func (h *rcHost) recvWR(n int) rocev2.RecvWR {
+func (h *rcHost) recvWR(n int) verbs.RecvWR {
 	if n == 0 {
-		return rocev2.RecvWR{}
+		return verbs.RecvWR{}
 	}
-	return rocev2.RecvWR{Local: h.dst.SGE(0, n)}
+	return verbs.RecvWR{Local: h.dst.SGE(0, n)}
 }
 
-func (w *rcWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
+func (w *rcWorld) Poll(now verbs.Time, hi int, sink func(Completion)) {
 	h := w.hosts[hi]
 	for {
 		rc, ok := h.ep.Accept()
@@ -213,12 +213,12 @@ func (w *rcWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 	for h.scq.Len() > 0 {
 		k := h.scq.Poll(h.wcs)
 		for _, wc := range h.wcs[:k] {
-			ref, ok := h.dialed[uint32(wc.Conn)]
+			ref, ok := h.dialed[uint32(wc.QPN)]
 			if !ok {
 				continue
 			}
 			op, id := splitWRID(wc.WRID)
-			okWC := wc.Status == mr.StatusSuccess
+			okWC := wc.Status == verbs.StatusSuccess
 			if okWC && !op.consumesRecv() {
 				// WRITE, READ: no receive completion at the peer.
 				sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: true})
@@ -229,19 +229,19 @@ func (w *rcWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 	for h.rcq.Len() > 0 {
 		k := h.rcq.Poll(h.wcs)
 		for _, wc := range h.wcs[:k] {
-			ref, ok := h.accepted[uint32(wc.Conn)]
+			ref, ok := h.accepted[uint32(wc.QPN)]
 			if !ok {
 				continue
 			}
 			c := &w.conns[ref]
 			id := wc.Imm
-			if wc.Status != mr.StatusFlushed {
+			if wc.Status != verbs.StatusFlushed {
 				_ = c.rqp.PostRecv(now, h.recvWR(w.recvLen))
 				if w.recvIDs {
 					id = c.ids.pop()
 				}
 			}
-			sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: wc.Status == mr.StatusSuccess})
+			sink(Completion{Conn: ref, Recv: true, ID: id, Bytes: int(wc.ByteLen), OK: wc.Status == verbs.StatusSuccess})
 		}
 	}
 }
@@ -249,7 +249,7 @@ func (w *rcWorld) Poll(now mr.Time, hi int, sink func(Completion)) {
 // accept matches a QP host hi accepted to the Dial that opened it (the
 // dialer's QPN is the accepted QP's remote QPN), binds both ends to the
 // connection's plane, and gives it its receives.
-func (w *rcWorld) accept(now mr.Time, hi int, rc *rocev2.Conn) {
+func (w *rcWorld) accept(now verbs.Time, hi int, rc *rocev2.Conn) {
 	peer := int(rc.Peer())
 	if peer < 0 || peer >= len(w.hosts) {
 		return
@@ -260,7 +260,7 @@ func (w *rcWorld) accept(now mr.Time, hi int, rc *rocev2.Conn) {
 	}
 	h := w.hosts[hi]
 	c := &w.conns[ref]
-	qp, err := rc.CreateQP(rocev2.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
+	qp, err := rc.CreateQP(verbs.QPAttr{PD: h.pd, SendCQ: h.scq, RecvCQ: h.rcq})
 	if err != nil {
 		return
 	}
@@ -270,8 +270,8 @@ func (w *rcWorld) accept(now mr.Time, hi int, rc *rocev2.Conn) {
 		// The acceptor's packets go to the dialer's QP; the dialer's to
 		// ours. (The dialer's first packets, its CM REQ, go on plane 0:
 		// connection management is not bound to a data port.)
-		h.plane[rcKey{mr.PeerHandle(c.src), c.c.QPN()}] = c.plane
-		w.hosts[c.src].plane[rcKey{mr.PeerHandle(hi), rc.QPN()}] = c.plane
+		h.plane[rcKey{verbs.PeerHandle(c.src), c.c.QPN()}] = c.plane
+		w.hosts[c.src].plane[rcKey{verbs.PeerHandle(hi), rc.QPN()}] = c.plane
 	}
 	for i := 0; i < w.recvDepth; i++ {
 		_ = qp.PostRecv(now, h.recvWR(w.recvLen))

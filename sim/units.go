@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaroce/metaroce/verbs"
 	"gopkg.in/yaml.v3"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // Duration is a span of virtual time in an experiment file: a Go duration
@@ -51,12 +50,12 @@ func (d Duration) Never() bool { return d == NeverDuration }
 // D converts d to a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// T converts d to a span of metaroce.Time (Never stays Never).
-func (d Duration) T() mr.Time {
+// T converts d to a span of verbs.Time (Never stays Never).
+func (d Duration) T() verbs.Time {
 	if d.Never() {
-		return mr.Never
+		return verbs.Never
 	}
-	return mr.Time(d)
+	return verbs.Time(d)
 }
 
 func (d Duration) String() string {
@@ -118,4 +117,4 @@ func (s Size) String() string {
 
 // Time is the simulator's clock: virtual nanoseconds, as the protocol
 // cores count them.
-type Time = mr.Time
+type Time = verbs.Time

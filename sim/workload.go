@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // workload is the application running on the hosts: it opens connections,
@@ -84,8 +84,8 @@ type flow struct {
 	posted   int64
 	arrived  int64
 	inflight int
-	start    mr.Time
-	done     mr.Time // Never until all target bytes arrived
+	start    verbs.Time
+	done     verbs.Time // Never until all target bytes arrived
 }
 
 // meter samples what connections have delivered, every bin: the
@@ -96,9 +96,9 @@ type meter struct {
 	groups int
 	keep   bool
 	last   []uint64
-	t      []mr.Time   // end of each bin
-	total  []float64   // bytes delivered in each bin
-	per    [][]float64 // [bin][group] bytes, when keep
+	t      []verbs.Time // end of each bin
+	total  []float64    // bytes delivered in each bin
+	per    [][]float64  // [bin][group] bytes, when keep
 }
 
 func (m *meter) track(ref ConnRef, group int) {
@@ -115,7 +115,7 @@ func (m *meter) sample(s *Sim) {
 	if m.t == nil {
 		// Every bin's slot up front: sampling allocates nothing after.
 		bins := int(s.end/s.cfg.Bin.T()) + 2
-		m.t = make([]mr.Time, 0, bins)
+		m.t = make([]verbs.Time, 0, bins)
 		m.total = make([]float64, 0, bins)
 	}
 	var tot uint64
@@ -140,7 +140,7 @@ func (m *meter) sample(s *Sim) {
 }
 
 // binStart is the start of bin i.
-func (m *meter) binStart(i int) mr.Time {
+func (m *meter) binStart(i int) verbs.Time {
 	if i == 0 {
 		return 0
 	}
@@ -211,9 +211,9 @@ func (m *meter) settledFrom(from, to Time, k int, ok func(j int) bool) int {
 }
 
 // avg is the goodput in Gb/s over the bins that lie within [from, to].
-func (m *meter) avg(from, to mr.Time) float64 {
+func (m *meter) avg(from, to verbs.Time) float64 {
 	var b float64
-	var t0, t1 mr.Time = -1, 0
+	var t0, t1 verbs.Time = -1, 0
 	for i := range m.t {
 		if m.binStart(i) < from || m.t[i] > to {
 			continue
@@ -266,7 +266,7 @@ func fctFigures(r *runResult, flows []flow) {
 		if flows[i].target == 0 {
 			continue
 		}
-		if flows[i].done == mr.Never {
+		if flows[i].done == verbs.Never {
 			unfinished++
 			continue
 		}

@@ -1,6 +1,8 @@
 package sim
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // longLived is write_bw-style traffic: every connection keeps Outstanding
 // messages of MessageSize posted, for the whole run (or until it has moved
@@ -34,7 +36,7 @@ func (w *longLived) setup(s *Sim) error {
 		if err != nil {
 			return err
 		}
-		w.flows = append(w.flows, flow{ref: ref, src: src, dst: dst, target: int64(w.cfg.FlowSize), done: mr.Never})
+		w.flows = append(w.flows, flow{ref: ref, src: src, dst: dst, target: int64(w.cfg.FlowSize), done: verbs.Never})
 		w.m.track(ref, i)
 		if w.cfg.FlowSize > 0 {
 			w.left++
@@ -71,7 +73,7 @@ func (w *longLived) completion(s *Sim, c Completion) {
 	f := &w.flows[c.Conn]
 	if c.Recv {
 		f.arrived += int64(c.Bytes)
-		if f.target > 0 && f.arrived >= f.target && f.done == mr.Never {
+		if f.target > 0 && f.arrived >= f.target && f.done == verbs.Never {
 			f.done = s.now
 			w.left--
 		}
@@ -117,7 +119,7 @@ func (w *longLived) report(s *Sim, r *runResult) {
 		if w.snap != nil {
 			n := 0
 			for i := range w.flows {
-				if s.world.Delivered(w.flows[i].ref) == w.snap[i] && (w.flows[i].target == 0 || w.flows[i].done == mr.Never) {
+				if s.world.Delivered(w.flows[i].ref) == w.snap[i] && (w.flows[i].target == 0 || w.flows[i].done == verbs.Never) {
 					n++
 				}
 			}

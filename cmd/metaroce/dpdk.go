@@ -14,6 +14,7 @@ import (
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // The DPDK backend in the command: the profile's dpdk section is the
@@ -199,7 +200,7 @@ type dpdkPath struct {
 }
 
 // Attach waits for the links, starts the shard with t and takes its loan.
-func (d *dpdkPath) Attach(t mr.Transport) error {
+func (d *dpdkPath) Attach(t verbs.Transport) error {
 	if err := d.eng.WaitLink(15 * time.Second); err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func (d *dpdkPath) Step(time.Duration) (bool, error) {
 }
 
 // Now is the shard's clock (the engine's before Attach: unused then).
-func (d *dpdkPath) Now() mr.Time {
+func (d *dpdkPath) Now() verbs.Time {
 	if d.sh == nil {
 		return 0
 	}
@@ -251,7 +252,7 @@ func (d *dpdkPath) Now() mr.Time {
 
 // AddPeer adds the peer's data-path address, as the setup exchange gave
 // it: an IPv4 address on the port's network, and the engine's UDP port.
-func (d *dpdkPath) AddPeer(addr netip.AddrPort) (mr.PeerHandle, error) {
+func (d *dpdkPath) AddPeer(addr netip.AddrPort) (verbs.PeerHandle, error) {
 	if !addr.Addr().Is4() {
 		return 0, fmt.Errorf("dpdk: peer %v: IPv4 only", addr)
 	}
@@ -261,7 +262,7 @@ func (d *dpdkPath) AddPeer(addr netip.AddrPort) (mr.PeerHandle, error) {
 	return d.eng.AddPeer(addr.Addr().As4())
 }
 
-func (d *dpdkPath) PeerIP(h mr.PeerHandle) [4]byte {
+func (d *dpdkPath) PeerIP(h verbs.PeerHandle) [4]byte {
 	ip, _ := d.eng.PeerIP(h)
 	return ip
 }

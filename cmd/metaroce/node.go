@@ -10,16 +10,17 @@ import (
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // dataPath is what a node needs from a backend. engine/udp.Backend is
 // one; the DPDK engine is to be the other (see openBackend).
 type dataPath interface {
-	Attach(t mr.Transport) error
+	Attach(t verbs.Transport) error
 	Step(wait time.Duration) (bool, error)
-	Now() mr.Time
-	AddPeer(addr netip.AddrPort) (mr.PeerHandle, error)
-	PeerIP(h mr.PeerHandle) [4]byte
+	Now() verbs.Time
+	AddPeer(addr netip.AddrPort) (verbs.PeerHandle, error)
+	PeerIP(h verbs.PeerHandle) [4]byte
 	LocalIP() [4]byte
 	LocalAddr() netip.AddrPort
 	SetCapture(c udp.Capture)
@@ -50,7 +51,7 @@ func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port in
 // udpPath is the UDP backend as a dataPath.
 type udpPath struct{ *udp.Backend }
 
-func (u udpPath) Attach(t mr.Transport) error { u.Backend.Attach(t); return nil }
+func (u udpPath) Attach(t verbs.Transport) error { u.Backend.Attach(t); return nil }
 
 // transportPort is the UDP port a transport listens on, from the profile.
 func transportPort(cfg profile.Config, t profile.Transport) int {
@@ -65,8 +66,8 @@ var errInterrupted = errors.New("interrupted")
 
 // qp is a queue pair of either transport.
 type qp interface {
-	PostSend(now mr.Time, wr mr.SendWR) error
-	PostRecv(now mr.Time, wr mr.RecvWR) error
+	PostSend(now verbs.Time, wr verbs.SendWR) error
+	PostRecv(now verbs.Time, wr verbs.RecvWR) error
 }
 
 // region is a registered buffer of either transport.
@@ -74,7 +75,7 @@ type region struct {
 	buf  []byte
 	addr uint64
 	rkey uint32
-	sge  func(off, n int) mr.SGE
+	sge  func(off, n int) verbs.SGE
 }
 
 // regionInfo is what the peer needs to name a region in WRITE and READ.
@@ -93,21 +94,21 @@ func (r *region) info() regionInfo { return regionInfo{Addr: r.addr, RKey: r.rke
 type node struct {
 	kind profile.Transport
 	be   dataPath
-	t    mr.Transport
+	t    verbs.Transport
 	mEP  *mr.Endpoint
 	rEP  *rocev2.Endpoint
 	mc   *mr.Conn
 	rcs  []*rocev2.Conn
 	qps  []qp
-	cq   *mr.CompletionQueue
+	cq   *verbs.CompletionQueue
 	mem  *region
-	mPD  *mr.ProtectionDomain
-	rPD  *rocev2.ProtectionDomain
-	peer mr.PeerHandle
+	mPD  *verbs.ProtectionDomain
+	rPD  *verbs.ProtectionDomain
+	peer verbs.PeerHandle
 	// peerAddr is the peer's data-path address, for the banner.
 	peerAddr string
 	slot     int // bytes of each QP's slot in mem (the largest message)
-	wcs      []mr.WorkCompletion
+	wcs      []verbs.WorkCompletion
 	// sampler, when set, copies the counters for the metrics endpoint;
 	// step calls it every 100 ms, on the node's goroutine.
 	sampler    func()
@@ -117,9 +118,9 @@ type node struct {
 // newNode builds the transport on be and registers a buffer of bufLen
 // bytes. paths overrides metaroce.paths when not 0.
 func newNode(cfg profile.Config, kind profile.Transport, be dataPath, server bool, id mr.NodeID, bufLen, paths, depth int) (*node, error) {
-	n := &node{kind: kind, be: be, cq: mr.NewCompletionQueue(4096), wcs: make([]mr.WorkCompletion, 64)}
+	n := &node{kind: kind, be: be, cq: verbs.NewCompletionQueue(4096), wcs: make([]verbs.WorkCompletion, 64)}
 	buf := make([]byte, bufLen)
-	access := mr.AccessLocalWrite | mr.AccessRemoteWrite | mr.AccessRemoteRead
+	access := verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead
 	switch kind {
 	case profile.TransportMetaroce:
 		if paths == 0 {
@@ -143,7 +144,7 @@ func newNode(cfg profile.Config, kind profile.Transport, be dataPath, server boo
 		n.mem = &region{buf: buf, addr: reg.Addr(), rkey: uint32(reg.RKey()), sge: reg.SGE}
 	case profile.TransportRoCEv2:
 		r := cfg.RoCEv2
-		c := rocev2.Config{LocalIP: be.LocalIP(), PeerIP: func(h mr.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) },
+		c := rocev2.Config{LocalIP: be.LocalIP(), PeerIP: func(h verbs.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) },
 			MTU: r.MTU, AckTimeoutCode: uint8(r.AckTimeoutCode), RetryCount: r.RetryCount, AcceptIncoming: server,
 			SendQueueDepth: max(4096, depth), RecvQueueDepth: max(4096, depth)}
 		c.DCQCN.Disable = !r.DCQCN
@@ -207,7 +208,7 @@ func (n *node) connect(server bool, nqp int, deadline time.Time, stop func() boo
 	switch n.kind {
 	case profile.TransportMetaroce:
 		for i := 0; i < nqp; i++ {
-			q, err := n.mc.CreateQP(mr.StreamID(i), mr.QPAttr{PD: n.mPD, SendCQ: n.cq, RecvCQ: n.cq})
+			q, err := n.mc.CreateQP(mr.StreamID(i), verbs.QPAttr{PD: n.mPD, SendCQ: n.cq, RecvCQ: n.cq})
 			if err != nil {
 				return err
 			}
@@ -215,7 +216,7 @@ func (n *node) connect(server bool, nqp int, deadline time.Time, stop func() boo
 		}
 	case profile.TransportRoCEv2:
 		for _, c := range n.rcs {
-			q, err := c.CreateQP(rocev2.QPAttr{PD: n.rPD, SendCQ: n.cq, RecvCQ: n.cq})
+			q, err := c.CreateQP(verbs.QPAttr{PD: n.rPD, SendCQ: n.cq, RecvCQ: n.cq})
 			if err != nil {
 				return err
 			}
@@ -267,10 +268,10 @@ func (n *node) step(wait time.Duration) error {
 	return err
 }
 
-func metricsPathID(i int) mr.PathID { return mr.PathID(i) }
+func metricsPathID(i int) verbs.PathID { return verbs.PathID(i) }
 
 // poll returns the completions waiting (valid until the next poll).
-func (n *node) poll() []mr.WorkCompletion {
+func (n *node) poll() []verbs.WorkCompletion {
 	k := n.cq.Poll(n.wcs)
 	return n.wcs[:k]
 }

@@ -7,6 +7,7 @@ import (
 
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 const setupTimeout = 15 * time.Second
@@ -178,7 +179,7 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		}
 		for q, qp := range n.qps {
 			for i := 0; i < depth; i++ {
-				if err := qp.PostRecv(n.be.Now(), mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+				if err := qp.PostRecv(n.be.Now(), verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
 					return nil, n, err
 				}
 			}
@@ -222,30 +223,30 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		for _, wc := range n.poll() {
 			q := int(wc.WRID >> 32)
 			switch wc.Opcode {
-			case mr.WCRecv, mr.WCRecvWriteImm:
-				if wc.Status != mr.StatusSuccess {
+			case verbs.WCRecv, verbs.WCRecvWriteImm:
+				if wc.Status != verbs.StatusSuccess {
 					return mine, n, fmt.Errorf("receive failed: %v", wc.Status)
 				}
 				if q >= len(n.qps) {
 					q = 0
 				}
 				qp := n.qps[q]
-				if err := qp.PostRecv(now, mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+				if err := qp.PostRecv(now, verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
 					return mine, n, err
 				}
 				switch p.Test {
 				case "send_lat":
-					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRSend, Local: n.mem.sge(0, int(wc.ByteLen))})
+					err = qp.PostSend(now, verbs.SendWR{ID: 1<<63 | 1, Opcode: verbs.WRSend, Local: n.mem.sge(0, int(wc.ByteLen))})
 				case "write_lat":
-					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRWriteImm, Local: n.mem.sge(0, int(wc.Imm)),
-						RemoteAddr: remote.Addr, RKey: mr.RKey(remote.RKey), Imm: wc.Imm})
+					err = qp.PostSend(now, verbs.SendWR{ID: 1<<63 | 1, Opcode: verbs.WRWriteImm, Local: n.mem.sge(0, int(wc.Imm)),
+						RemoteAddr: remote.Addr, RKey: verbs.RKey(remote.RKey), Imm: wc.Imm})
 				}
 				if err != nil {
 					return mine, n, err
 				}
 			default:
 				if wc.WRID>>63 == 1 {
-					if wc.Status != mr.StatusSuccess {
+					if wc.Status != verbs.StatusSuccess {
 						return mine, n, fmt.Errorf("echo failed: %v", wc.Status)
 					}
 					continue

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestBorrowLockStep drives both shards of a memif pair the way the CLI
@@ -35,7 +35,7 @@ func TestBorrowLockStep(t *testing.T) {
 	// A's handle for B, as an application adds a peer it was told about.
 	h, err := p.eng[0].AddPeer([4]byte{10, 0, 0, 2})
 	require.NoError(t, err)
-	require.Equal(t, metaroce.PeerHandle(1), h, "the static neighbour's handle")
+	require.Equal(t, verbs.PeerHandle(1), h, "the static neighbour's handle")
 	ca, err := p.ep[0].Connect(p.sh[0].Now(), h)
 	require.NoError(t, err)
 	var cb *metaroce.Conn
@@ -53,23 +53,23 @@ func TestBorrowLockStep(t *testing.T) {
 		src[i] = byte(i * 7)
 	}
 	pa, pb := p.ep[0].AllocPD(), p.ep[1].AllocPD()
-	cqa, cqb := metaroce.NewCompletionQueue(16), metaroce.NewCompletionQueue(16)
-	qa, err := ca.CreateQP(1, metaroce.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
+	cqa, cqb := verbs.NewCompletionQueue(16), verbs.NewCompletionQueue(16)
+	qa, err := ca.CreateQP(1, verbs.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
 	require.NoError(t, err)
-	_, err = cb.CreateQP(1, metaroce.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
+	_, err = cb.CreateQP(1, verbs.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
 	require.NoError(t, err)
 	ms, err := pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	md, err := pb.RegisterMR(dst, metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+	md, err := pb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
-	require.NoError(t, qa.PostSend(p.sh[0].Now(), metaroce.SendWR{ID: 1, Opcode: metaroce.WRWrite, Local: ms.SGE(0, n),
+	require.NoError(t, qa.PostSend(p.sh[0].Now(), verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, n),
 		RemoteAddr: md.Addr(), RKey: md.RKey()}))
-	var wcs [4]metaroce.WorkCompletion
+	var wcs [4]verbs.WorkCompletion
 	for cqa.Poll(wcs[:]) == 0 {
 		require.True(t, time.Now().Before(deadline), "WRITE not complete")
 		step()
 	}
-	require.Equal(t, metaroce.StatusSuccess, wcs[0].Status)
+	require.Equal(t, verbs.StatusSuccess, wcs[0].Status)
 	require.Equal(t, src, dst)
 	c := p.sh[0].CountersLent()
 	require.NotZero(t, c.TxFrames)
