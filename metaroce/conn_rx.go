@@ -402,6 +402,9 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		return dropped
 	}
 	q := c.qps[m.Stream]
+	if q != nil && q.destroyed {
+		q = nil // Destroy: the stream is closed at this end
+	}
 	if h.Opcode == OpReadResp {
 		return c.placeReadResp(q, &m, payload)
 	}

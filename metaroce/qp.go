@@ -36,6 +36,7 @@ type QueuePair struct {
 	blockedUntil verbs.Time // RNR back-off of the message being segmented
 	active       bool       // in the connection's round robin of streams with data
 	broken       bool       // send side in the error state (see Conn.breakStream)
+	destroyed    bool       // Destroy was called: the stream is closed at this end
 
 	rq     queue.Ring[recvSlot]
 	rqBase MsgSeq // recv_seq of rq's front
@@ -58,6 +59,9 @@ func (q *QueuePair) Conn() *Conn { return q.conn }
 // completion is polled.
 func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 	c := q.conn
+	if q.destroyed {
+		return verbs.ErrQPDestroyed
+	}
 	if c.state >= connClosing {
 		return ErrNotUsable
 	}
@@ -119,6 +123,9 @@ func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 // consume receives in posting order.
 func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 	c := q.conn
+	if q.destroyed {
+		return verbs.ErrQPDestroyed
+	}
 	if c.state >= connClosing {
 		return ErrNotUsable
 	}

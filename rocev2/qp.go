@@ -33,6 +33,9 @@ type QueuePair struct {
 	sendCQ *verbs.CompletionQueue
 	recvCQ *verbs.CompletionQueue
 	rq     queue.Ring[recvSlot]
+	// destroyed: Destroy closed the connection (posts say so, not just
+	// "closed").
+	destroyed bool
 }
 
 // wqe is a send work request on its way out. Its PSNs are assigned when the
@@ -138,6 +141,8 @@ func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 
 func (q *QueuePair) usable() error {
 	switch {
+	case q.destroyed:
+		return verbs.ErrQPDestroyed
 	case q.conn.state == stateError:
 		return ErrQPError
 	case q.conn.state >= stateClosed:
