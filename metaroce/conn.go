@@ -352,10 +352,7 @@ func (c *Conn) releaseMsg(m *txMsg) {
 	if !m.completed || m.outstanding > 0 {
 		return
 	}
-	if m.mr != nil {
-		m.mr.Unhold()
-		m.mr = nil
-	}
+	m.mr = nil
 	m.local, m.qp = nil, nil
 	m.completed = false
 	c.msgPool = append(c.msgPool, m)
@@ -371,10 +368,7 @@ func (c *Conn) newJob() *readJob {
 }
 
 func (c *Conn) releaseJobRefs(j *readJob) {
-	if j.mr != nil {
-		j.mr.Unhold()
-		j.mr = nil
-	}
+	j.mr = nil
 }
 
 // maybeReleaseJob frees a READ response once every packet is built and

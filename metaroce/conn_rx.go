@@ -456,8 +456,10 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		if !c.startRecv(slot, h, &m, verbs.WCRecv) {
 			return c.refuseRecv(h, &m, q, slot, verbs.WCRecv, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
-		copy(slot.buf[m.Offset:], payload)
-		c.c.PayloadPlaced += uint64(len(payload))
+		if slot.mr.Placeable() { // else deregistered: the receive fails (verbs.MemoryRegion.Deregister)
+			copy(slot.buf[m.Offset:], payload)
+			c.c.PayloadPlaced += uint64(len(payload))
+		}
 		c.recvChunk(q, slot, chunk)
 	case OpReadReq:
 		mr, src, ok := c.ep.regions.CheckRemote(q.pd, m.RKey, m.RemoteAddr, uint64(m.MsgLen), verbs.AccessRemoteRead)
@@ -470,7 +472,6 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		}
 		j := c.newJob()
 		*j = readJob{stream: m.Stream, seq: m.MsgSeq, mr: mr, src: src, nChunks: chunksFor(m.MsgLen, c.mtu)}
-		mr.Hold()
 		c.jobs.Push(j)
 	default:
 		return dropped
@@ -565,8 +566,10 @@ func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict
 		return dropped
 	}
 	if msg.placed.add(chunk) {
-		copy(msg.local[m.Offset:], payload)
-		c.c.PayloadPlaced += uint64(len(payload))
+		if msg.mr.Placeable() { // else deregistered: the READ fails (verbs.MemoryRegion.Deregister)
+			copy(msg.local[m.Offset:], payload)
+			c.c.PayloadPlaced += uint64(len(payload))
+		}
 		c.checkDone(msg)
 	}
 	return accepted

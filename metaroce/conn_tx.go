@@ -209,9 +209,9 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 			mh.Offset, mh.RemoteAddr = 0, m.remoteAddr
 		case OpWrite, OpWriteImm:
 			mh.RemoteAddr = m.remoteAddr + uint64(s.offset)
-			payload = m.local[s.offset : s.offset+s.length]
+			payload = m.mr.Source(m.local[s.offset : s.offset+s.length])
 		default:
-			payload = m.local[s.offset : s.offset+s.length]
+			payload = m.mr.Source(m.local[s.offset : s.offset+s.length])
 		}
 		if s.offset+s.length == m.length || m.op == OpReadReq {
 			h.Flags |= FlagAckReq
@@ -220,7 +220,7 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 		j := s.job
 		h = c.header(OpReadResp, p.id, now)
 		mh = MsgHeader{Stream: j.stream, MsgSeq: j.seq, Offset: s.offset, MsgLen: uint32(len(j.src))}
-		payload = j.src[s.offset : s.offset+s.length]
+		payload = j.mr.Source(j.src[s.offset : s.offset+s.length])
 		if s.offset+s.length == uint32(len(j.src)) {
 			h.Flags |= FlagAckReq
 		}

@@ -110,9 +110,6 @@ func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 	if c.mtu > 0 {
 		c.sizeMsg(m)
 	} // else establish sizes it, once the MTU is negotiated
-	if mr != nil {
-		mr.Hold()
-	}
 	q.sq.Push(m)
 	c.activate(q)
 	c.ep.touch(c, now)
@@ -140,7 +137,6 @@ func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 		if !ok {
 			return verbs.ErrBadSGE
 		}
-		mr.Hold()
 	}
 	s := q.rq.Extend()
 	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf, placed: s.placed}
@@ -166,6 +162,7 @@ func (q *QueuePair) completeSends() {
 		if q.segIdx > 0 {
 			q.segIdx--
 		}
+		m.status = verbs.FailIfRevoked(m.mr, m.status)
 		wc := verbs.WorkCompletion{WRID: m.wrID, Status: m.status, QPN: q.qpn}
 		switch m.op {
 		case OpSend, OpSendImm:
@@ -197,6 +194,7 @@ func (q *QueuePair) completeRecvs() {
 		if !s.done {
 			return
 		}
+		s.status = verbs.FailIfRevoked(s.mr, s.status)
 		wc := verbs.WorkCompletion{WRID: s.wrID, Status: s.status, Opcode: s.opcode,
 			Imm: s.imm, HasImm: s.hasImm, QPN: q.qpn}
 		if s.status == verbs.StatusSuccess {
@@ -204,9 +202,6 @@ func (q *QueuePair) completeRecvs() {
 			q.conn.c.MessagesReceived++
 		} else if s.wire != verbs.StatusSuccess {
 			q.conn.rememberError(q.id, q.rqBase, s.wire)
-		}
-		if s.mr != nil {
-			s.mr.Unhold()
 		}
 		if q.recvCQ != nil {
 			pushWC(q.recvCQ, wc)

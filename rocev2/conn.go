@@ -76,7 +76,8 @@ type Conn struct {
 	dupAcked  bool
 	inMsg     uint8 // msgNone, msgSend, msgWrite
 	recvOff   uint32
-	wrBuf     []byte // the target range of the WRITE in progress
+	wrBuf     []byte              // the target range of the WRITE in progress
+	wrMR      *verbs.MemoryRegion // and its region
 	wrOff     uint32
 	resp      respSlot
 	jobs      queue.Ring[readJob]
@@ -223,7 +224,7 @@ func (c *Conn) flush(head verbs.Status) {
 		j := c.jobs.Pop()
 		j.release()
 	}
-	c.inMsg, c.wrBuf = msgNone, nil
+	c.inMsg, c.wrBuf, c.wrMR = msgNone, nil, nil
 }
 
 // finish removes the QP from the endpoint.

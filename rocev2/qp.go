@@ -105,7 +105,6 @@ func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 		if !ok {
 			return verbs.ErrBadSGE
 		}
-		m.Hold()
 	}
 	w := c.newWQE()
 	*w = wqe{id: wr.ID, op: wr.Opcode, mr: m, local: local, length: wr.Local.Length,
@@ -133,7 +132,6 @@ func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 		if !ok {
 			return verbs.ErrBadSGE
 		}
-		m.Hold()
 	}
 	q.rq.Push(recvSlot{id: wr.ID, mr: m, buf: buf})
 	return nil
@@ -164,6 +162,7 @@ func (c *Conn) newWQE() *wqe {
 
 // completeSend reports a finished send work request and recycles it.
 func (c *Conn) completeSend(w *wqe, st verbs.Status) {
+	st = verbs.FailIfRevoked(w.mr, st)
 	wc := verbs.WorkCompletion{WRID: w.id, Status: st, QPN: verbs.QPN(c.qpn)}
 	switch w.op {
 	case verbs.WRSend, verbs.WRSendImm:
@@ -180,22 +179,17 @@ func (c *Conn) completeSend(w *wqe, st verbs.Status) {
 	if c.qp.sendCQ != nil {
 		pushWC(c.qp.sendCQ, wc)
 	}
-	if w.mr != nil {
-		w.mr.Unhold()
-	}
 	*w = wqe{}
 	c.wqePool = append(c.wqePool, w)
 }
 
 // completeRecv reports a finished receive.
 func (c *Conn) completeRecv(s *recvSlot, st verbs.Status, n uint32, op verbs.WCOpcode, imm uint32, hasImm bool) {
+	st = verbs.FailIfRevoked(s.mr, st)
 	wc := verbs.WorkCompletion{WRID: s.id, Status: st, Opcode: op, Imm: imm, HasImm: hasImm, QPN: verbs.QPN(c.qpn)}
 	if st == verbs.StatusSuccess {
 		wc.ByteLen = n
 		c.c.MessagesReceived++
-	}
-	if s.mr != nil {
-		s.mr.Unhold()
 	}
 	if c.qp.recvCQ != nil {
 		pushWC(c.qp.recvCQ, wc)

@@ -145,7 +145,7 @@ func (c *Conn) buildRequest(now verbs.Time, buf []byte) int {
 			putUint32(buf[n:], w.imm)
 			n += ImmLen
 		}
-		n += copy(buf[n:], w.local[off:off+plen])
+		n += copy(buf[n:], w.mr.Source(w.local[off:off+plen]))
 		clear(buf[n : n+pad])
 		n += pad
 		c.sndPSN = c.sndPSN.Add(1)
@@ -370,8 +370,10 @@ func (c *Conn) onReadResponse(now verbs.Time, p *Packet) {
 		c.c.Malformed++
 		return
 	}
-	copy(w.local[k*c.mtu:], p.Payload)
-	c.c.PayloadPlaced += uint64(want)
+	if w.mr.Placeable() { // else deregistered: the READ fails (verbs.MemoryRegion.Deregister)
+		copy(w.local[k*c.mtu:], p.Payload)
+		c.c.PayloadPlaced += uint64(want)
+	}
 	c.c.ReadResponses++
 	c.una = psn.Add(1)
 	c.completeHead()

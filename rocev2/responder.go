@@ -65,10 +65,7 @@ type readJob struct {
 }
 
 func (j *readJob) release() {
-	if j.mr != nil {
-		j.mr.Unhold()
-		j.mr = nil
-	}
+	j.mr = nil
 }
 
 func (c *Conn) queueResp(kind respKind, psn PSN, syn Syndrome) {
@@ -142,7 +139,7 @@ func (c *Conn) buildReadResponse(buf []byte) int {
 		a.Put(buf[n:])
 		n += AETHLen
 	}
-	n += copy(buf[n:], j.src[off:off+plen])
+	n += copy(buf[n:], j.mr.Source(j.src[off:off+plen]))
 	clear(buf[n : n+pad])
 	n += pad
 	j.next++
@@ -254,7 +251,9 @@ func (c *Conn) onSend(p *Packet) {
 		c.responderError(psn, SynNAKInvalidReq, verbs.StatusLocalLengthError)
 		return
 	}
-	copy(s.buf[c.recvOff:], pl)
+	if s.mr.Placeable() { // else deregistered: the receive fails (verbs.MemoryRegion.Deregister)
+		copy(s.buf[c.recvOff:], pl)
+	}
 	c.recvOff += uint32(len(pl))
 	c.c.PayloadPlaced += uint64(len(pl))
 	if info.last {
@@ -280,7 +279,7 @@ func (c *Conn) onWrite(p *Packet) {
 		var target []byte
 		if r.DMALen > 0 {
 			var ok bool
-			if _, target, ok = c.ep.regions.CheckRemote(c.qp.pd, verbs.RKey(r.RKey), r.VA, uint64(r.DMALen), verbs.AccessRemoteWrite); !ok {
+			if c.wrMR, target, ok = c.ep.regions.CheckRemote(c.qp.pd, verbs.RKey(r.RKey), r.VA, uint64(r.DMALen), verbs.AccessRemoteWrite); !ok {
 				c.responderError(psn, SynNAKRemoteAccess, verbs.StatusSuccess)
 				return
 			}
@@ -294,9 +293,18 @@ func (c *Conn) onWrite(p *Packet) {
 			return
 		}
 		c.wrBuf, c.wrOff = target, 0
+		if r.DMALen == 0 {
+			c.wrMR = nil
+		}
 	} else {
 		if c.inMsg != msgWrite {
 			c.responderError(psn, SynNAKInvalidReq, verbs.StatusFlushed)
+			return
+		}
+		if !c.wrMR.Placeable() {
+			// The target was deregistered mid-message: revoked, so the
+			// rest is refused as any access under a dead key is.
+			c.responderError(psn, SynNAKRemoteAccess, verbs.StatusSuccess)
 			return
 		}
 		rest := len(c.wrBuf) - int(c.wrOff)
@@ -317,7 +325,7 @@ func (c *Conn) onWrite(p *Packet) {
 			slot := c.qp.rq.Pop()
 			c.completeRecv(&slot, verbs.StatusSuccess, uint32(len(c.wrBuf)), verbs.WCRecvWriteImm, p.Imm, true)
 		}
-		c.inMsg, c.wrBuf = msgNone, nil
+		c.inMsg, c.wrBuf, c.wrMR = msgNone, nil, nil
 	} else {
 		c.inMsg = msgWrite
 	}
@@ -336,9 +344,6 @@ func (c *Conn) onReadRequest(p *Packet) {
 		return
 	}
 	n := chunks(p.RETH.DMALen, c.mtu)
-	if m != nil {
-		m.Hold()
-	}
 	c.jobs.Push(readJob{psn: psn, src: src, mr: m, npkts: n})
 	c.accepted(p, n, true)
 }
@@ -385,8 +390,5 @@ func (c *Conn) duplicateRead(p *Packet) {
 		}
 	}
 	c.c.DuplicateReads++
-	if m != nil {
-		m.Hold()
-	}
 	c.jobs.Push(readJob{psn: psn, src: src, mr: m, npkts: n})
 }

@@ -11,6 +11,16 @@
 // Device belongs to that device's goroutine (an engine shard); nothing here
 // is safe for concurrent use.
 //
+// Verbs semantics both cores implement (what a libibverbs-compatible
+// library needs beyond the data path):
+//   - register a region at the application's own address
+//     (ProtectionDomain.RegisterMRAt; RegisterMR picks synthetic
+//     addresses);
+//   - destroy one queue pair without closing its session or flushing the
+//     peer's other queue pairs (QP.Destroy);
+//   - deregister a region with I/O in flight: revoke, so its work fails and
+//     nothing is placed into it afterwards (MemoryRegion.Deregister).
+//
 // The names follow libibverbs where a libibverbs concept exists
 // (ibv_pd, ibv_mr, ibv_sge, ibv_send_wr, ibv_wc, ibv_cq, ibv_qp), so that a
 // verbs-compatible C library can map its calls one to one onto this API.

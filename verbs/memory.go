@@ -53,7 +53,6 @@ const MaxRegionLen = 1 << regionAddrShift
 
 // Errors of the memory API.
 var (
-	ErrRegionBusy    = errors.New("verbs: memory region has I/O in flight")
 	ErrRegionInvalid = errors.New("verbs: memory region is not registered")
 	ErrBadAccess     = errors.New("verbs: invalid access flags")
 	ErrBadSGE        = errors.New("verbs: scatter/gather entry outside its region or wrong key")
@@ -97,7 +96,6 @@ type MemoryRegion struct {
 	addr   uint64
 	access Access
 	key    uint32
-	refs   int // work requests and READ responses using the region
 	valid  bool
 }
 
@@ -120,7 +118,9 @@ func (m *MemoryRegion) Bytes() []byte { return m.buf }
 // PD is the region's protection domain.
 func (m *MemoryRegion) PD() *ProtectionDomain { return m.pd }
 
-// Live reports whether the region is still registered.
+// Live reports whether the region is still registered. Transport cores
+// check it before every access to bytes of a region they resolved
+// earlier (see Deregister).
 func (m *MemoryRegion) Live() bool { return m.valid }
 
 // SGE returns a scatter/gather entry covering [off, off+n) of the region.
@@ -130,7 +130,7 @@ func (m *MemoryRegion) SGE(off, n int) SGE {
 
 // RegisterMR registers buf with the given access (ibv_reg_mr) at a
 // synthetic address chosen by the table (see regionAddrShift). buf must
-// stay valid and must not be resized until Deregister succeeds.
+// stay valid and must not be resized until Deregister returns.
 func (pd *ProtectionDomain) RegisterMR(buf []byte, access Access) (*MemoryRegion, error) {
 	return pd.register(buf, 0, false, access)
 }
@@ -183,34 +183,32 @@ func (pd *ProtectionDomain) register(buf []byte, addr uint64, at bool, access Ac
 	return m, nil
 }
 
-// Deregister releases the region (ibv_dereg_mr). It fails with
-// ErrRegionBusy while a posted work request or a READ response still uses
-// the region; the region then stays registered.
+// Deregister releases the region (ibv_dereg_mr), also with I/O in flight:
+// it revokes rather than refusing. From the moment it returns, the
+// region's keys match nothing (a peer's later WRITE or READ under its rkey
+// fails with a remote access error, a local SGE naming it is refused at
+// post time) and no transport places a byte into its memory or sends one
+// from it (see Source): work requests that were already posted with it
+// complete with StatusLocalProtError instead of succeeding, and a peer's
+// WRITE under way into it is refused with a remote access error. The
+// application may reuse buf at once. It fails with ErrRegionInvalid only
+// if the region is not registered.
+//
+// Not yet: a peer's READ being served from the region when it is
+// deregistered gets zeros for the rest of its data and succeeds (it
+// should fail with a remote access error, as a new READ under the dead
+// key does).
 func (m *MemoryRegion) Deregister() error {
 	if !m.valid {
 		return ErrRegionInvalid
 	}
-	if m.refs > 0 {
-		return ErrRegionBusy
-	}
-	m.release()
-	return nil
-}
-
-// release takes the region out of the table: its keys stop matching at
-// once and its slot goes to the back of the free queue.
-func (m *MemoryRegion) release() {
 	t := m.pd.t
 	idx := m.key >> keyTagBits
 	t.slots[idx].mr = nil
 	t.free.Push(idx)
 	m.valid = false
+	return nil
 }
-
-// Hold records that a work request or a READ response uses the region;
-// Unhold ends that. Transport cores call them, in pairs.
-func (m *MemoryRegion) Hold()   { m.refs++ }
-func (m *MemoryRegion) Unhold() { m.refs-- }
 
 // lookup returns the live region a key names, or nil.
 func (t *RegionTable) lookup(key uint32) *MemoryRegion {
@@ -268,3 +266,39 @@ func (t *RegionTable) CheckRemote(pd *ProtectionDomain, rkey RKey, addr uint64, 
 // Owns reports whether pd is one of the table's protection domains (a
 // queue pair may only be created in a domain of its own device).
 func (t *RegionTable) Owns(pd *ProtectionDomain) bool { return pd != nil && pd.t == t }
+
+// Source returns b, bytes of m a transport is about to send, while m is
+// registered, and as many zero bytes once it has been deregistered: a
+// transport sending from a revoked region sends nothing of the memory the
+// application got back (the work request fails anyway; see Deregister).
+// m may be nil (no region: b is returned).
+func (m *MemoryRegion) Source(b []byte) []byte {
+	if m == nil || m.valid {
+		return b
+	}
+	if len(b) <= len(zeroChunk) {
+		return zeroChunk[:len(b)]
+	}
+	return make([]byte, len(b))
+}
+
+// zeroChunk backs Source: one packet's payload of zeros (the largest MTU
+// of either transport fits).
+var zeroChunk [9216]byte
+
+// Placeable reports whether bytes may be placed into m now (m nil: no
+// region, nothing to check).
+func (m *MemoryRegion) Placeable() bool { return m == nil || m.valid }
+
+// revoked reports whether m was deregistered while work used it.
+func (m *MemoryRegion) revoked() bool { return m != nil && !m.valid }
+
+// FailIfRevoked returns st, or StatusLocalProtError when st is a success
+// but m (the local memory of the work request) was deregistered before it
+// completed: the completion a transport reports for such work.
+func FailIfRevoked(m *MemoryRegion, st Status) Status {
+	if st == StatusSuccess && m.revoked() {
+		return StatusLocalProtError
+	}
+	return st
+}
