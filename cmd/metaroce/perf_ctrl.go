@@ -40,7 +40,7 @@ func (p perfParams) validate() error {
 	switch {
 	case !slices.Contains(perfTests, p.Test):
 		return fmt.Errorf("unknown test %q", p.Test)
-	case p.Transport != profile.TransportMetaroce && p.Transport != profile.TransportRoCEv2:
+	case transportKinds[p.Transport].newDevice == nil:
 		return fmt.Errorf("unknown transport %q", p.Transport)
 	case len(p.Sizes) < 1 || len(p.Sizes) > 23:
 		return fmt.Errorf("%d sizes, want 1..23", len(p.Sizes))

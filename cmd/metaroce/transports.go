@@ -28,6 +28,11 @@ type transportKind struct {
 	udpPort uint16
 	// snapshot copies the counters of a node's sessions.
 	snapshot func(ss []verbs.Session) []metrics.Conn
+	// mtu is the payload MTU the profile gives the transport (for reports).
+	mtu func(cfg profile.Config) int
+	// onePath: a queue pair keeps one UDP source port (one ECMP path), so
+	// reports show 1 path whatever was asked.
+	onePath bool
 }
 
 var transportKinds = map[profile.Transport]transportKind{
@@ -49,6 +54,7 @@ var transportKinds = map[profile.Transport]transportKind{
 		port:     func(cfg profile.Config) int { return cfg.UDP.Port },
 		udpPort:  mr.DefaultUDPPort,
 		snapshot: metaroceSnapshot,
+		mtu:      func(cfg profile.Config) int { return cfg.Metaroce.MTU },
 	},
 	profile.TransportRoCEv2: {
 		newDevice: func(cfg profile.Config, be dataPath, server bool, _ mr.NodeID, _, depth int) (verbs.Device, error) {
@@ -66,6 +72,8 @@ var transportKinds = map[profile.Transport]transportKind{
 		port:     func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
 		udpPort:  rocev2.UDPPort,
 		snapshot: rocev2Snapshot,
+		mtu:      func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
+		onePath:  true,
 	},
 }
 
