@@ -5,8 +5,8 @@ import (
 
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/internal/verbstest"
+	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
