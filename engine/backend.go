@@ -2,9 +2,8 @@ package engine
 
 import (
 	"context"
+	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // App is the application's part of a backend's loop.
@@ -16,14 +15,14 @@ import (
 // it). It returns done when the application has finished this Run, or an
 // error, which ends the Run with that error.
 type App interface {
-	Step(now mr.Time) (done bool, err error)
+	Step(now verbs.Time) (done bool, err error)
 }
 
 // AppFunc is a function as an App.
-type AppFunc func(now mr.Time) (done bool, err error)
+type AppFunc func(now verbs.Time) (done bool, err error)
 
 // Step calls f.
-func (f AppFunc) Step(now mr.Time) (bool, error) { return f(now) }
+func (f AppFunc) Step(now verbs.Time) (bool, error) { return f(now) }
 
 // Backend drives one transport core over some medium.
 //
@@ -36,7 +35,7 @@ func (f AppFunc) Step(now mr.Time) (bool, error) { return f(now) }
 type Backend interface {
 	// Attach sets the transport the backend drives; call it once,
 	// before Run.
-	Attach(t mr.Transport) error
+	Attach(t verbs.Transport) error
 
 	// Run runs the loop: each iteration calls app.Step, then runs the
 	// transport's due timers, sends what it has ready (a burst) and
@@ -56,13 +55,13 @@ type Backend interface {
 	Run(ctx context.Context, app App) error
 
 	// Now is the transport's clock (the time Run gives App.Step).
-	Now() mr.Time
+	Now() verbs.Time
 
 	// AddPeer names a peer by its data-path address (IPv4 and UDP port)
 	// and returns the handle the transport uses for it.
-	AddPeer(addr netip.AddrPort) (mr.PeerHandle, error)
+	AddPeer(addr netip.AddrPort) (verbs.PeerHandle, error)
 	// PeerIP is the IPv4 address of peer h (zero for an unknown handle).
-	PeerIP(h mr.PeerHandle) [4]byte
+	PeerIP(h verbs.PeerHandle) [4]byte
 	// LocalIP is this end's IPv4 address.
 	LocalIP() [4]byte
 	// LocalAddr is this end's data-path address, as a peer names it in

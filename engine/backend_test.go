@@ -2,12 +2,12 @@ package engine_test
 
 import (
 	"errors"
+	"github.com/metaroce/metaroce/verbs"
 	"testing"
 
 	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/engine/mempair"
 	"github.com/metaroce/metaroce/engine/udp"
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // The backends that need no cgo implement the one interface (the DPDK
@@ -20,8 +20,8 @@ var (
 // TestAppFunc: AppFunc passes the clock in and done and the error out.
 func TestAppFunc(t *testing.T) {
 	boom := errors.New("boom")
-	var seen mr.Time
-	var app engine.App = engine.AppFunc(func(now mr.Time) (bool, error) {
+	var seen verbs.Time
+	var app engine.App = engine.AppFunc(func(now verbs.Time) (bool, error) {
 		seen = now
 		return now > 5, boom
 	})

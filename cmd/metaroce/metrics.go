@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,33 +67,4 @@ func backendSnapshot(s engine.Stats) metrics.Backend {
 }
 
 // snapshot copies the transport counters (engine goroutine only).
-func (n *node) snapshot() []metrics.Conn {
-	var out []metrics.Conn
-	if n.mc != nil {
-		c := n.mc.Counters()
-		mc := metrics.Conn{ID: strconv.Itoa(int(n.mc.LocalID())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
-			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
-			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
-			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
-			RateHintBps: n.mc.RateHintBps(), Inflight: n.mc.Inflight()}
-		for i := 0; i < n.mc.NumPaths() && i < metrics.MaxPaths; i++ {
-			pc := n.mc.PathCounters(metricsPathID(i))
-			mc.Paths = append(mc.Paths, metrics.Path{TxPackets: pc.TxPackets, TxBytes: pc.TxBytes,
-				RxPackets: pc.RxPackets, RetransmitSACK: pc.RetransmitSACK, RetransmitTimeout: pc.RetransmitTimeout,
-				CEReceived: pc.CEReceived, Failures: pc.Failures, SRTT: n.mc.PathSRTT(metricsPathID(i)),
-				Failed: n.mc.PathFailed(metricsPathID(i)), Window: n.mc.PathWindow(metricsPathID(i)),
-				Restores: pc.Restores, Rerolls: pc.Rerolls})
-		}
-		out = append(out, mc)
-	}
-	for i, rc := range n.rcs {
-		if i >= metrics.MaxConns {
-			break
-		}
-		c := rc.Counters()
-		out = append(out, metrics.Conn{ID: strconv.Itoa(int(rc.QPN())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
-			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
-			Timeouts: c.Timeouts, Retries: c.Retries})
-	}
-	return out
-}
+func (n *node) snapshot() []metrics.Conn { return n.kind.snapshot(n.sess) }

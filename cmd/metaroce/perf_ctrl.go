@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"net"
 	"slices"
 	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 )
 
@@ -41,7 +41,7 @@ func (p perfParams) validate() error {
 	switch {
 	case !slices.Contains(perfTests, p.Test):
 		return fmt.Errorf("unknown test %q", p.Test)
-	case p.Transport != profile.TransportMetaroce && p.Transport != profile.TransportRoCEv2:
+	case transportKinds[p.Transport].newDevice == nil:
 		return fmt.Errorf("unknown transport %q", p.Transport)
 	case len(p.Sizes) < 1 || len(p.Sizes) > 23:
 		return fmt.Errorf("%d sizes, want 1..23", len(p.Sizes))
@@ -179,7 +179,7 @@ func waitMsg(c ctrl, n *node, want string, timeout time.Duration, stop func() bo
 	end := time.Now().Add(timeout)
 	if n != nil {
 		var got ctrlMsg
-		err := n.run(func(mr.Time) (bool, error) {
+		err := n.run(func(verbs.Time) (bool, error) {
 			m, ok, err := pollMsg(c, want, end, timeout, stop)
 			got = m
 			return ok, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
 	"time"
 
@@ -115,7 +116,7 @@ func newRunner(n *node, p perfParams, size int, remote regionInfo) runner {
 // completed is the partial result.
 func drive(n *node, r runner, stop func() bool, prog *progress, test string) (perfResult, error) {
 	interrupted := false
-	err := n.run(func(mr.Time) (bool, error) {
+	err := n.run(func(verbs.Time) (bool, error) {
 		if r.finished() {
 			return true, nil
 		}
@@ -183,7 +184,7 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		}
 		for q, qp := range n.qps {
 			for i := 0; i < depth; i++ {
-				if err := qp.PostRecv(n.be.Now(), mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+				if err := qp.PostRecv(n.be.Now(), verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
 					return nil, n, err
 				}
 			}
@@ -204,7 +205,7 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		}
 	}
 	var res []perfResult
-	err = n.run(func(now mr.Time) (bool, error) {
+	err = n.run(func(now verbs.Time) (bool, error) {
 		if stop != nil && stop() {
 			return false, errInterrupted
 		}
@@ -227,31 +228,31 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		for _, wc := range n.poll() {
 			q := int(wc.WRID >> 32)
 			switch wc.Opcode {
-			case mr.WCRecv, mr.WCRecvWriteImm:
-				if wc.Status != mr.StatusSuccess {
+			case verbs.WCRecv, verbs.WCRecvWriteImm:
+				if wc.Status != verbs.StatusSuccess {
 					return false, fmt.Errorf("receive failed: %v", wc.Status)
 				}
 				if q >= len(n.qps) {
 					q = 0
 				}
 				qp := n.qps[q]
-				if err := qp.PostRecv(now, mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+				if err := qp.PostRecv(now, verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
 					return false, err
 				}
 				var err error
 				switch p.Test {
 				case "send_lat":
-					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRSend, Local: n.mem.sge(0, int(wc.ByteLen))})
+					err = qp.PostSend(now, verbs.SendWR{ID: 1<<63 | 1, Opcode: verbs.WRSend, Local: n.mem.sge(0, int(wc.ByteLen))})
 				case "write_lat":
-					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRWriteImm, Local: n.mem.sge(0, int(wc.Imm)),
-						RemoteAddr: remote.Addr, RKey: mr.RKey(remote.RKey), Imm: wc.Imm})
+					err = qp.PostSend(now, verbs.SendWR{ID: 1<<63 | 1, Opcode: verbs.WRWriteImm, Local: n.mem.sge(0, int(wc.Imm)),
+						RemoteAddr: remote.Addr, RKey: verbs.RKey(remote.RKey), Imm: wc.Imm})
 				}
 				if err != nil {
 					return false, err
 				}
 			default:
 				if wc.WRID>>63 == 1 {
-					if wc.Status != mr.StatusSuccess {
+					if wc.Status != verbs.StatusSuccess {
 						return false, fmt.Errorf("echo failed: %v", wc.Status)
 					}
 					continue

@@ -5,10 +5,10 @@ package dpdkengine
 import (
 	"context"
 	"errors"
+	"github.com/metaroce/metaroce/verbs"
 	"time"
 
 	"github.com/metaroce/metaroce/engine"
-	"github.com/metaroce/metaroce/metaroce"
 )
 
 // The application on the shard: RunApp makes the shard's loop call an
@@ -21,7 +21,7 @@ import (
 // publishEvery is how often a running shard refreshes the counters that
 // Stats reads: often enough for a 100 ms metrics sample, rarely enough to
 // cost nothing per packet.
-const publishEvery = metaroce.Time(10 * time.Millisecond)
+const publishEvery = verbs.Time(10 * time.Millisecond)
 
 // errRunning: RunApp while another RunApp of the shard is in progress.
 var errRunning = errors.New("dpdk engine: the shard already runs an application")
@@ -36,7 +36,7 @@ func (s *Shard) RunApp(ctx context.Context, app engine.App) error {
 		return errRunning
 	}
 	defer s.inRun.Store(false)
-	if err := s.Do(func(metaroce.Time) { s.app = app }); err != nil {
+	if err := s.Do(func(verbs.Time) { s.app = app }); err != nil {
 		return err
 	}
 	select {
@@ -51,7 +51,7 @@ func (s *Shard) RunApp(ctx context.Context, app engine.App) error {
 		}
 	case <-ctx.Done():
 		// Take the app off the loop; it may have ended meanwhile.
-		if err := s.Do(func(metaroce.Time) { s.app = nil }); err != nil {
+		if err := s.Do(func(verbs.Time) { s.app = nil }); err != nil {
 			return err
 		}
 		select {

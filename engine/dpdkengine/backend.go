@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
 	"time"
 
 	"github.com/metaroce/metaroce/engine"
-	"github.com/metaroce/metaroce/metaroce"
 )
 
 var _ engine.Backend = (*Backend)(nil)
@@ -39,7 +39,7 @@ func (e *Engine) Backend() *Backend {
 
 // Attach waits (bounded) for every port's link and starts the shard that
 // drives t. It fails when the engine already runs a shard on queue 0.
-func (b *Backend) Attach(t metaroce.Transport) error {
+func (b *Backend) Attach(t verbs.Transport) error {
 	if b.sh != nil {
 		return errors.New("dpdk engine: backend already attached")
 	}
@@ -63,7 +63,7 @@ func (b *Backend) Run(ctx context.Context, app engine.App) error {
 }
 
 // Now is the shard's clock (0 before Attach).
-func (b *Backend) Now() metaroce.Time {
+func (b *Backend) Now() verbs.Time {
 	if b.sh == nil {
 		return 0
 	}
@@ -73,7 +73,7 @@ func (b *Backend) Now() metaroce.Time {
 // AddPeer adds a peer by its data-path address: an IPv4 address on a
 // port's network (or behind its gateway) and the UDP port, which must be
 // this backend's (both ends of a shard pair use one port).
-func (b *Backend) AddPeer(addr netip.AddrPort) (metaroce.PeerHandle, error) {
+func (b *Backend) AddPeer(addr netip.AddrPort) (verbs.PeerHandle, error) {
 	if !addr.Addr().Is4() {
 		return 0, fmt.Errorf("dpdk: peer %v: IPv4 only", addr)
 	}
@@ -84,7 +84,7 @@ func (b *Backend) AddPeer(addr netip.AddrPort) (metaroce.PeerHandle, error) {
 }
 
 // PeerIP is the address of peer h (zero when unknown).
-func (b *Backend) PeerIP(h metaroce.PeerHandle) [4]byte {
+func (b *Backend) PeerIP(h verbs.PeerHandle) [4]byte {
 	ip, _ := b.e.PeerIP(h)
 	return ip
 }

@@ -5,6 +5,7 @@ package dpdkengine
 import (
 	"context"
 	"errors"
+	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 	require.Error(t, err, "a peer on another UDP port")
 	h, err := be[0].AddPeer(netip.AddrPortFrom(netip.MustParseAddr("10.0.0.2"), port))
 	require.NoError(t, err)
-	require.Equal(t, metaroce.PeerHandle(1), h, "the static neighbour's handle")
+	require.Equal(t, verbs.PeerHandle(1), h, "the static neighbour's handle")
 	require.Equal(t, [4]byte{10, 0, 0, 2}, be[0].PeerIP(h))
 	require.Equal(t, netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), port), be[0].LocalAddr())
 
@@ -54,9 +55,9 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 		src[i] = byte(i * 7)
 	}
 	pb := ep[1].AllocPD()
-	md, err := pb.RegisterMR(dst, metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+	md, err := pb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
-	cqb := metaroce.NewCompletionQueue(16)
+	cqb := verbs.NewCompletionQueue(16)
 
 	// B runs until cancelled: it accepts and then creates its QP.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,12 +66,12 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 	bErr := make(chan error, 1)
 	go func() {
 		var cb *metaroce.Conn
-		bErr <- be[1].Run(ctx, engine.AppFunc(func(metaroce.Time) (bool, error) {
+		bErr <- be[1].Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) {
 			if cb == nil {
 				cb, _ = ep[1].Accept()
 			}
 			if cb != nil && cb.Established() && !bReady.Load() {
-				if _, err := cb.CreateQP(1, metaroce.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
+				if _, err := cb.CreateQP(1, verbs.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
 					return false, err
 				}
 				bReady.Store(true)
@@ -94,7 +95,7 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 	require.NoError(t, err)
 	deadline := time.Now().Add(10 * time.Second)
 	errLate := errors.New("not done in time")
-	require.NoError(t, be[0].Run(context.Background(), engine.AppFunc(func(metaroce.Time) (bool, error) {
+	require.NoError(t, be[0].Run(context.Background(), engine.AppFunc(func(verbs.Time) (bool, error) {
 		once()
 		if time.Now().After(deadline) {
 			return false, errLate
@@ -104,17 +105,17 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 
 	// Between Runs: A's shard is parked, this goroutine posts.
 	pa := ep[0].AllocPD()
-	cqa := metaroce.NewCompletionQueue(16)
-	qa, err := ca.CreateQP(1, metaroce.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
+	cqa := verbs.NewCompletionQueue(16)
+	qa, err := ca.CreateQP(1, verbs.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
 	require.NoError(t, err)
 	ms, err := pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	require.NoError(t, qa.PostSend(be[0].Now(), metaroce.SendWR{ID: 1, Opcode: metaroce.WRWrite, Local: ms.SGE(0, n),
+	require.NoError(t, qa.PostSend(be[0].Now(), verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, n),
 		RemoteAddr: md.Addr(), RKey: md.RKey()}))
-	var wcs [4]metaroce.WorkCompletion
+	var wcs [4]verbs.WorkCompletion
 	got := 0
 	last = 0
-	require.NoError(t, be[0].Run(context.Background(), engine.AppFunc(func(metaroce.Time) (bool, error) {
+	require.NoError(t, be[0].Run(context.Background(), engine.AppFunc(func(verbs.Time) (bool, error) {
 		once()
 		if time.Now().After(deadline) {
 			return false, errLate
@@ -122,7 +123,7 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 		got += cqa.Poll(wcs[got:])
 		return got > 0, nil
 	})))
-	require.Equal(t, metaroce.StatusSuccess, wcs[0].Status)
+	require.Equal(t, verbs.StatusSuccess, wcs[0].Status)
 	require.Equal(t, src, dst)
 	st := be[0].Stats()
 	require.NotZero(t, st.TxPackets)
@@ -132,7 +133,7 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 	// A Run of 1000 iterations allocates what starting it costs, nothing
 	// per iteration.
 	calls := 0
-	app := engine.AppFunc(func(metaroce.Time) (bool, error) { calls++; return calls%1000 == 0, nil })
+	app := engine.AppFunc(func(verbs.Time) (bool, error) { calls++; return calls%1000 == 0, nil })
 	allocs := testing.AllocsPerRun(10, func() { require.NoError(t, be[0].Run(context.Background(), app)) })
 	require.Less(t, allocs, 20.0, "allocations per Run of 1000 iterations")
 
@@ -160,7 +161,7 @@ func TestBackendRunsAppOnShard(t *testing.T) {
 	require.NoError(t, err)
 	nb := p.eng[1].Backend()
 	require.NoError(t, nb.Attach(e2))
-	require.NoError(t, nb.Run(context.Background(), engine.AppFunc(func(metaroce.Time) (bool, error) { return true, nil })))
+	require.NoError(t, nb.Run(context.Background(), engine.AppFunc(func(verbs.Time) (bool, error) { return true, nil })))
 	require.NoError(t, nb.Close())
 	require.NoError(t, p.eng[1].SetImpairment(Impairment{Loss: 0.5}))
 	require.Error(t, p.eng[1].SetImpairment(Impairment{Loss: 1}))

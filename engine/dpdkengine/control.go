@@ -5,13 +5,12 @@ package dpdkengine
 import (
 	"errors"
 	"fmt"
-
-	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Now is the shard's clock (the time its transport runs on). Safe from
 // any goroutine.
-func (s *Shard) Now() metaroce.Time { return s.now() }
+func (s *Shard) Now() verbs.Time { return s.now() }
 
 // Stop stops this shard and waits for its loop to end; a RunApp in
 // progress ends with it (ErrStopped). A shard started with Run is then detached from the engine,
@@ -44,7 +43,7 @@ func (s *Shard) Stop() {
 // neighbour table when new (its MAC is then resolved with ARP when a
 // packet first goes to it, or learned from its first packet). Safe from
 // any goroutine; a packet from ip arriving later maps to the same handle.
-func (e *Engine) AddPeer(ip [4]byte) (metaroce.PeerHandle, error) {
+func (e *Engine) AddPeer(ip [4]byte) (verbs.PeerHandle, error) {
 	h, ok := newNeighbours(e.neigh).lookup(IPv4(ip), true)
 	if !ok {
 		return 0, errors.New("dpdk engine: neighbour table full")

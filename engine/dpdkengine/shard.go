@@ -5,6 +5,7 @@ package dpdkengine
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/engine"
-	"github.com/metaroce/metaroce/metaroce"
 )
 
 // shardIO is where a shard's bursts come from and go to: a port's queues
@@ -53,7 +53,7 @@ func (d *directIO) tx(i int, pkts []*dpdk.Mbuf) int { return d.ports[i].id.TxBur
 // application on the shard's loop with RunApp (app.go).
 type Shard struct {
 	e      *Engine
-	tr     metaroce.Transport
+	tr     verbs.Transport
 	io     shardIO
 	ports  []*port
 	neigh  *neighbours
@@ -91,7 +91,7 @@ type Shard struct {
 	// publishEvery, when an app ends and when the shard parks or stops.
 	pubMu   sync.Mutex
 	pub     Counters
-	lastPub metaroce.Time
+	lastPub verbs.Time
 
 	stop atomic.Bool
 	done chan struct{}
@@ -102,11 +102,11 @@ type Shard struct {
 }
 
 type cmd struct {
-	fn   func(now metaroce.Time)
+	fn   func(now verbs.Time)
 	done chan struct{}
 }
 
-func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, error) {
+func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, error) {
 	cfg := e.cfg
 	neigh := newNeighbours(e.neigh)
 	s := &Shard{e: e, tr: tr, io: io, ports: e.ports, neigh: neigh, imp: newImpairer(cfg.Impair),
@@ -130,13 +130,13 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 }
 
 // now is the shard's monotonic clock, in the core's Time.
-func (s *Shard) now() metaroce.Time { return metaroce.Time(time.Since(s.epoch)) }
+func (s *Shard) now() verbs.Time { return verbs.Time(time.Since(s.epoch)) }
 
 // Do runs fn on the shard's goroutine, between bursts, and waits for it:
 // with RunApp, the only safe way for another goroutine to post work requests, poll
 // completion queues or read counters of the shard's transport. now is the
 // shard's clock. It returns an error when the shard has stopped.
-func (s *Shard) Do(fn func(now metaroce.Time)) error {
+func (s *Shard) Do(fn func(now verbs.Time)) error {
 	c := cmd{fn: fn, done: make(chan struct{})}
 	s.cmdMu.Lock()
 	if s.stop.Load() {
@@ -170,7 +170,7 @@ var ErrStopped = errors.New("dpdk engine: shard stopped")
 // Counters returns a copy of the shard's counters.
 func (s *Shard) Counters() (Counters, error) {
 	var c Counters
-	err := s.Do(func(metaroce.Time) { c = s.c })
+	err := s.Do(func(verbs.Time) { c = s.c })
 	return c, err
 }
 
@@ -187,7 +187,7 @@ func (s *Shard) Err() error {
 	}
 }
 
-func (s *Shard) runCmds(now metaroce.Time) {
+func (s *Shard) runCmds(now verbs.Time) {
 	s.cmdMu.Lock()
 	cmds := s.cmds
 	s.cmds = nil
@@ -208,7 +208,7 @@ func nap(d time.Duration) {
 }
 
 // yieldEvery is how often a spinning idle shard yields its P.
-const yieldEvery = metaroce.Time(200 * time.Microsecond)
+const yieldEvery = verbs.Time(200 * time.Microsecond)
 
 // run is the shard loop. It owns the OS thread it runs on.
 func (s *Shard) run(started chan<- error) {
@@ -225,7 +225,7 @@ func (s *Shard) run(started chan<- error) {
 	defer s.drain()
 	defer s.publish()
 
-	var idleSince, lastYield metaroce.Time
+	var idleSince, lastYield verbs.Time
 	idle := false
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
@@ -270,7 +270,7 @@ func (s *Shard) run(started chan<- error) {
 		if !idle {
 			idle, idleSince = true, now
 		}
-		if now-idleSince < metaroce.Time(s.e.cfg.IdleSpin) {
+		if now-idleSince < verbs.Time(s.e.cfg.IdleSpin) {
 			// While spinning idle, let the scheduler run other goroutines
 			// now and then: a shard holds a P, and an application that
 			// posts work and polls completions through Do needs one; with
@@ -291,7 +291,7 @@ func (s *Shard) run(started chan<- error) {
 		// Idle back-off: sleep, doubling up to MaxIdleSleep, but never past
 		// the transport's next deadline; Do wakes us at once.
 		d := sleep
-		if dl := s.tr.NextDeadline(); dl != metaroce.Never {
+		if dl := s.tr.NextDeadline(); dl != verbs.Never {
 			d = min(d, time.Duration(dl-s.now()))
 		}
 		sleep = min(2*sleep, s.e.cfg.MaxIdleSleep)
@@ -351,7 +351,7 @@ func (s *Shard) drain() {
 
 // poll receives one burst from every port and hands each packet to the
 // transport; it returns the frames received.
-func (s *Shard) poll(now metaroce.Time) int {
+func (s *Shard) poll(now verbs.Time) int {
 	total := 0
 	for i := range s.ports {
 		n := s.io.rx(i, s.rxb)
@@ -390,7 +390,7 @@ func (s *Shard) poll(now metaroce.Time) int {
 
 // handle processes one received frame. It returns true when it kept the
 // mbuf (turned into a reply, or held back), false when the caller frees it.
-func (s *Shard) handle(now metaroce.Time, i int, m *dpdk.Mbuf) bool {
+func (s *Shard) handle(now verbs.Time, i int, m *dpdk.Mbuf) bool {
 	frame := m.Data()
 	et, d := EtherType(frame)
 	if d != DropNone {
@@ -439,7 +439,7 @@ func (s *Shard) checks(i int, m *dpdk.Mbuf) Checks {
 
 // deliver parses an IPv4 frame and hands its payload to the transport,
 // which copies the data once, straight from the mbuf to its final address.
-func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
+func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
 	f, d := ParseUDP(m.Data(), &s.ours[i], s.checks(i, m))
 	if d != DropNone {
 		s.c.Drops[d]++
@@ -460,13 +460,13 @@ func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
 	if f.CE {
 		s.c.RxCE++
 	}
-	s.tr.Receive(now, f.Payload, metaroce.RxMeta{Peer: peer, Plane: metaroce.PlaneID(i), CE: f.CE})
+	s.tr.Receive(now, f.Payload, verbs.RxMeta{Peer: peer, Plane: verbs.PlaneID(i), CE: f.CE})
 }
 
 // onARP answers requests for our address (rewriting the request mbuf into
 // the reply, so it costs no allocation) and learns the sender's MAC when
 // it is a neighbour of ours.
-func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
+func (s *Shard) onARP(now verbs.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
 	a, d := ParseARP(frame)
 	if d != DropNone {
 		s.c.Drops[d]++
@@ -491,7 +491,7 @@ func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool
 // into mbufs until it has nothing more or a burst is full, and sends them.
 // While a port's queue refuses frames, nothing new is produced
 // (back-pressure instead of drops).
-func (s *Shard) transmit(now metaroce.Time) int {
+func (s *Shard) transmit(now verbs.Time) int {
 	for i := range s.pend {
 		s.flush(i)
 		if len(s.pend[i]) > cap(s.pend[i])-2*s.burst {
@@ -553,7 +553,7 @@ func (s *Shard) transmit(now metaroce.Time) int {
 // askARP sends a who-has for ip (the address of neighbour h: a peer or a
 // gateway) on port i, unless one went out less than arpRetry ago. It
 // takes an mbuf from the spares (the caller must not hold the last one).
-func (s *Shard) askARP(now metaroce.Time, i int, h metaroce.PeerHandle, ip IPv4) {
+func (s *Shard) askARP(now verbs.Time, i int, h verbs.PeerHandle, ip IPv4) {
 	pr := i*maxPeers + int(h)
 	if s.neigh.asked[pr] && now-s.neigh.lastARP[pr] < arpRetry {
 		return
@@ -582,10 +582,10 @@ func (s *Shard) askARP(now metaroce.Time, i int, h metaroce.PeerHandle, ip IPv4)
 // resolveNeighbours asks, on every port, for the MAC of every static
 // neighbour (or of the gateway that leads to it) not resolved yet, so
 // that the first packets to them are not dropped while ARP answers.
-func (s *Shard) resolveNeighbours(now metaroce.Time) {
+func (s *Shard) resolveNeighbours(now verbs.Time) {
 	for _, n := range s.e.cfg.Neighbours {
 		for i, p := range s.ports {
-			h := metaroce.PeerHandle(n.Peer)
+			h := verbs.PeerHandle(n.Peer)
 			ip, _, known, ok := s.neigh.addr(h, i)
 			if !ok {
 				continue

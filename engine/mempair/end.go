@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
 	"sync/atomic"
 
@@ -44,7 +45,7 @@ func Addr(i int) netip.AddrPort {
 
 // Attach makes t side i's transport (in place of the one the pair was
 // built with).
-func (e *End) Attach(t metaroce.Transport) error {
+func (e *End) Attach(t verbs.Transport) error {
 	if t == nil {
 		return errors.New("mempair: Attach(nil)")
 	}
@@ -106,19 +107,19 @@ func (p *Pair) Run(ctx context.Context, a, b engine.App) error {
 }
 
 // Now is the pair's virtual clock.
-func (e *End) Now() metaroce.Time { return e.p.Now }
+func (e *End) Now() verbs.Time { return e.p.Now }
 
 // AddPeer returns the other side's handle (its index) for its Addr.
-func (e *End) AddPeer(addr netip.AddrPort) (metaroce.PeerHandle, error) {
+func (e *End) AddPeer(addr netip.AddrPort) (verbs.PeerHandle, error) {
 	o := 1 - e.i
 	if addr != Addr(o) {
 		return 0, fmt.Errorf("mempair: peer %v: the only peer is %v", addr, Addr(o))
 	}
-	return metaroce.PeerHandle(o), nil
+	return verbs.PeerHandle(o), nil
 }
 
 // PeerIP is side h's address (zero for a handle that is no side).
-func (e *End) PeerIP(h metaroce.PeerHandle) [4]byte {
+func (e *End) PeerIP(h verbs.PeerHandle) [4]byte {
 	if h > 1 {
 		return [4]byte{}
 	}
@@ -148,7 +149,7 @@ func (e *End) Stats() engine.Stats {
 // Close does nothing: the pair holds no resource.
 func (e *End) Close() error { return nil }
 
-func (e *End) sent(now metaroce.Time, pkt []byte, m metaroce.TxMeta) {
+func (e *End) sent(now verbs.Time, pkt []byte, m verbs.TxMeta) {
 	e.txPackets.Add(1)
 	e.txBytes.Add(uint64(len(pkt)))
 	if e.capture != nil {
@@ -156,16 +157,16 @@ func (e *End) sent(now metaroce.Time, pkt []byte, m metaroce.TxMeta) {
 		if m.ECT {
 			ecn = 2
 		}
-		e.capture(int64(now), engine.Packet{Sent: true, SrcIP: e.LocalIP(), DstIP: e.PeerIP(1 - metaroce.PeerHandle(e.i)),
+		e.capture(int64(now), engine.Packet{Sent: true, SrcIP: e.LocalIP(), DstIP: e.PeerIP(1 - verbs.PeerHandle(e.i)),
 			SrcPort: uint16(m.Entropy), DstPort: metaroce.DefaultUDPPort, ECN: ecn, Payload: pkt})
 	}
 }
 
-func (e *End) received(now metaroce.Time, pkt []byte, k memlink.PathKey) {
+func (e *End) received(now verbs.Time, pkt []byte, k memlink.PathKey) {
 	e.rxPackets.Add(1)
 	e.rxBytes.Add(uint64(len(pkt)))
 	if e.capture != nil {
-		e.capture(int64(now), engine.Packet{SrcIP: e.PeerIP(1 - metaroce.PeerHandle(e.i)), DstIP: e.LocalIP(),
+		e.capture(int64(now), engine.Packet{SrcIP: e.PeerIP(1 - verbs.PeerHandle(e.i)), DstIP: e.LocalIP(),
 			SrcPort: k.Entropy, DstPort: metaroce.DefaultUDPPort, Payload: pkt})
 	}
 }

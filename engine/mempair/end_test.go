@@ -3,6 +3,7 @@ package mempair
 import (
 	"context"
 	"errors"
+	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestEndsRunApps(t *testing.T) {
 	require.Error(t, err, "a peer that is not the other side")
 	h, err := a.AddPeer(b.LocalAddr())
 	require.NoError(t, err)
-	require.Equal(t, metaroce.PeerHandle(1), h)
+	require.Equal(t, verbs.PeerHandle(1), h)
 	require.Equal(t, b.LocalIP(), a.PeerIP(h))
 	var capA []engine.Packet
 	require.NoError(t, a.SetCapture(func(_ int64, pk engine.Packet) {
@@ -40,43 +41,43 @@ func TestEndsRunApps(t *testing.T) {
 	pa, pb := p.EP[0].AllocPD(), p.EP[1].AllocPD()
 	ms, err := pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	md, err := pb.RegisterMR(dst, metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+	md, err := pb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
-	cqa, cqb := metaroce.NewCompletionQueue(8), metaroce.NewCompletionQueue(8)
+	cqa, cqb := verbs.NewCompletionQueue(8), verbs.NewCompletionQueue(8)
 
 	ca, err := p.EP[0].Connect(a.Now(), h)
 	require.NoError(t, err)
 	var cb *metaroce.Conn
 	var qa *metaroce.QueuePair
 	posted, got := false, 0
-	var wcs [4]metaroce.WorkCompletion
-	appA := engine.AppFunc(func(now metaroce.Time) (bool, error) {
+	var wcs [4]verbs.WorkCompletion
+	appA := engine.AppFunc(func(now verbs.Time) (bool, error) {
 		if !ca.Established() || cb == nil {
 			return false, nil
 		}
 		if !posted {
 			var err error
-			if qa, err = ca.CreateQP(0, metaroce.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa}); err != nil {
+			if qa, err = ca.CreateQP(0, verbs.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa}); err != nil {
 				return false, err
 			}
 			posted = true
-			return false, qa.PostSend(now, metaroce.SendWR{ID: 1, Opcode: metaroce.WRWrite, Local: ms.SGE(0, n),
+			return false, qa.PostSend(now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, n),
 				RemoteAddr: md.Addr(), RKey: md.RKey()})
 		}
 		got += cqa.Poll(wcs[got:])
 		return got > 0, nil
 	})
-	appB := engine.AppFunc(func(metaroce.Time) (bool, error) {
+	appB := engine.AppFunc(func(verbs.Time) (bool, error) {
 		if cb == nil {
 			if cb, _ = p.EP[1].Accept(); cb != nil {
-				_, err := cb.CreateQP(0, metaroce.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
+				_, err := cb.CreateQP(0, verbs.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
 				return err == nil, err
 			}
 		}
 		return false, nil
 	})
 	require.NoError(t, p.Run(context.Background(), appA, appB))
-	require.Equal(t, metaroce.StatusSuccess, wcs[0].Status)
+	require.Equal(t, verbs.StatusSuccess, wcs[0].Status)
 	require.Equal(t, src, dst)
 
 	st := a.Stats()
@@ -96,13 +97,13 @@ func TestEndRunEnds(t *testing.T) {
 	require.NoError(t, err)
 	e := p.End(0)
 	boom := errors.New("boom")
-	require.ErrorIs(t, e.Run(context.Background(), engine.AppFunc(func(metaroce.Time) (bool, error) { return false, boom })), boom)
-	require.ErrorIs(t, e.Run(context.Background(), engine.AppFunc(func(metaroce.Time) (bool, error) { return false, nil })), ErrStalled)
+	require.ErrorIs(t, e.Run(context.Background(), engine.AppFunc(func(verbs.Time) (bool, error) { return false, boom })), boom)
+	require.ErrorIs(t, e.Run(context.Background(), engine.AppFunc(func(verbs.Time) (bool, error) { return false, nil })), ErrStalled)
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := 0
 	_, err = p.EP[0].Connect(p.Now, 1) // keeps timers pending: the pair never stalls
 	require.NoError(t, err)
-	err = e.Run(ctx, engine.AppFunc(func(metaroce.Time) (bool, error) {
+	err = e.Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) {
 		if calls++; calls == 5 {
 			cancel()
 		}

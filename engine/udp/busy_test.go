@@ -1,10 +1,9 @@
 package udp
 
 import (
+	"github.com/metaroce/metaroce/verbs"
 	"testing"
 	"time"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // flood is a transport that always has a packet ready (a sender that
@@ -15,32 +14,32 @@ type flood struct {
 	got       int
 }
 
-func (f *flood) Receive(mr.Time, []byte, mr.RxMeta) { f.got++ }
-func (f *flood) NextPacket(_ mr.Time, buf []byte) (mr.TxMeta, bool) {
-	e := mr.Entropy(50000 + f.next%f.entropies)
+func (f *flood) Receive(verbs.Time, []byte, verbs.RxMeta) { f.got++ }
+func (f *flood) NextPacket(_ verbs.Time, buf []byte) (verbs.TxMeta, bool) {
+	e := verbs.Entropy(50000 + f.next%f.entropies)
 	f.next++
 	buf[0] = 1
-	return mr.TxMeta{Len: 64, Entropy: e}, true
+	return verbs.TxMeta{Len: 64, Entropy: e}, true
 }
-func (f *flood) NextDeadline() mr.Time { return mr.Never }
-func (f *flood) OnTimer(mr.Time)       {}
-func (f *flood) MaxPacketLen() int     { return 2048 }
+func (f *flood) NextDeadline() verbs.Time { return verbs.Never }
+func (f *flood) OnTimer(verbs.Time)       {}
+func (f *flood) MaxPacketLen() int        { return 2048 }
 
 // echo is a transport that answers every packet with one of its own.
 type echo struct{ owed int }
 
-func (e *echo) Receive(mr.Time, []byte, mr.RxMeta) { e.owed++ }
-func (e *echo) NextPacket(_ mr.Time, buf []byte) (mr.TxMeta, bool) {
+func (e *echo) Receive(verbs.Time, []byte, verbs.RxMeta) { e.owed++ }
+func (e *echo) NextPacket(_ verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if e.owed == 0 {
-		return mr.TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	e.owed--
 	buf[0] = 2
-	return mr.TxMeta{Len: 16, Entropy: 40000}, true
+	return verbs.TxMeta{Len: 16, Entropy: 40000}, true
 }
-func (e *echo) NextDeadline() mr.Time { return mr.Never }
-func (e *echo) OnTimer(mr.Time)       {}
-func (e *echo) MaxPacketLen() int     { return 2048 }
+func (e *echo) NextDeadline() verbs.Time { return verbs.Never }
+func (e *echo) OnTimer(verbs.Time)       {}
+func (e *echo) MaxPacketLen() int        { return 2048 }
 
 // TestBusySenderReadsAcks is issue 13: after one idle Step (which waits
 // with a read deadline) a sender that never goes idle again must still

@@ -1,5 +1,5 @@
 // Package udp is the UDP-socket backend: it drives one transport core
-// (metaroce.Transport: metaroce's or the RoCEv2 baseline's) over real
+// (verbs.Transport: metaroce or the RoCEv2 baseline) over real
 // kernel UDP sockets on any Linux machine, without hugepages or a NIC of
 // its own. It is this project's counterpart of Meta's libsoftmetaroce.
 //

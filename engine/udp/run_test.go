@@ -3,11 +3,11 @@ package udp
 import (
 	"context"
 	"errors"
+	"github.com/metaroce/metaroce/verbs"
 	"testing"
 	"time"
 
 	"github.com/metaroce/metaroce/engine"
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // TestRunStepsApp: Run calls the App once per iteration with the
@@ -16,16 +16,16 @@ import (
 // instead of spinning.
 func TestRunStepsApp(t *testing.T) {
 	p := newPair(t, Config{IdleWait: 2 * time.Millisecond}, Config{})
-	if err := p.b[0].Run(context.Background(), engine.AppFunc(func(mr.Time) (bool, error) { return true, nil })); err == nil {
+	if err := p.b[0].Run(context.Background(), engine.AppFunc(func(verbs.Time) (bool, error) { return true, nil })); err == nil {
 		t.Fatal("Run before Attach: no error")
 	}
 	if err := p.b[0].Attach(&recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	var calls int
-	var last mr.Time
+	var last verbs.Time
 	start := time.Now()
-	err := p.b[0].Run(context.Background(), engine.AppFunc(func(now mr.Time) (bool, error) {
+	err := p.b[0].Run(context.Background(), engine.AppFunc(func(now verbs.Time) (bool, error) {
 		if now < last {
 			t.Errorf("clock went back: %d after %d", now, last)
 		}
@@ -41,12 +41,12 @@ func TestRunStepsApp(t *testing.T) {
 		t.Errorf("10 idle iterations took %v, want >= 18ms (IdleWait 2ms)", d)
 	}
 	boom := errors.New("boom")
-	if err := p.b[0].Run(context.Background(), engine.AppFunc(func(mr.Time) (bool, error) { return false, boom })); !errors.Is(err, boom) {
+	if err := p.b[0].Run(context.Background(), engine.AppFunc(func(verbs.Time) (bool, error) { return false, boom })); !errors.Is(err, boom) {
 		t.Fatalf("Run: %v, want the App's error", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	calls = 0
-	err = p.b[0].Run(ctx, engine.AppFunc(func(mr.Time) (bool, error) {
+	err = p.b[0].Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) {
 		calls++
 		if calls == 3 {
 			cancel()
