@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/internal/queue"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // connAgg holds what computeDeadline, ackDueNow and onAck need of every
@@ -108,7 +109,7 @@ func (c *Conn) flushPaths() {
 func (c *Conn) refreshPath(p *txPath) {
 	a := &c.agg
 	busy := !p.failed && p.inUse > 0
-	deadline, progress, srtt, fresh := Never, Never, Never, Never
+	deadline, progress, srtt, fresh := verbs.Never, verbs.Never, verbs.Never, verbs.Never
 	switch {
 	case p.failed:
 		deadline = p.reprobeAt
@@ -117,7 +118,7 @@ func (c *Conn) refreshPath(p *txPath) {
 		progress = p.lastProgress
 	}
 	if p.hasRTT && !p.failed {
-		srtt = Time(p.srtt)
+		srtt = verbs.Time(p.srtt)
 	}
 	if busy && !p.hasRTT && p.timeouts == 0 {
 		fresh = p.lastProgress
@@ -151,17 +152,17 @@ func (c *Conn) allPathsChanged() {
 }
 
 // pathDeadline is the earliest deadline of c's paths (Never if none).
-func (c *Conn) pathDeadline() Time {
+func (c *Conn) pathDeadline() verbs.Time {
 	c.flushPaths()
 	a := &c.agg
-	d := Never
+	d := verbs.Never
 	if a.deadlines.Len() > 0 {
-		d = Time(a.deadlines.Min())
+		d = verbs.Time(a.deadlines.Min())
 	}
 	if a.progress.Len() > 0 && c.starved() && c.rtt.hasRTT {
 		cfg := &c.ep.cfg
 		h := max(cfg.MinRTO, c.rtt.srtt+4*c.rtt.rttvar+cfg.AckDelay)
-		d = min(d, Time(a.progress.Min()).Add(h))
+		d = min(d, verbs.Time(a.progress.Min()).Add(h))
 	}
 	if a.fresh.Len() > 0 {
 		// They share one RTO: the first to make progress is due first.
@@ -185,7 +186,7 @@ func (c *Conn) fastestPath() time.Duration {
 
 // ackChanged brings path i's ACK entry up to date after its ACK state
 // changed.
-func (c *Conn) ackChanged(i PathID) {
+func (c *Conn) ackChanged(i verbs.PathID) {
 	a := &c.agg
 	r := &c.rx[i]
 	ready := r.queued && (r.ackNow || r.agg.expired)
@@ -197,7 +198,7 @@ func (c *Conn) ackChanged(i PathID) {
 			a.acksReady--
 		}
 	}
-	due := Never
+	due := verbs.Never
 	if r.queued && !ready {
 		due = r.ackDue
 	}
@@ -206,17 +207,17 @@ func (c *Conn) ackChanged(i PathID) {
 
 // acksDueBy moves the ACKs due at now to the ready count and returns the
 // earliest due time of the others (Never if none).
-func (c *Conn) acksDueBy(now Time) Time {
+func (c *Conn) acksDueBy(now verbs.Time) verbs.Time {
 	a := &c.agg
-	for a.acksDue.Len() > 0 && Time(a.acksDue.Min()) <= now {
+	for a.acksDue.Len() > 0 && verbs.Time(a.acksDue.Min()) <= now {
 		i := a.acksDue.Top()
 		c.rx[i].agg.expired = true
-		c.ackChanged(PathID(i))
+		c.ackChanged(verbs.PathID(i))
 	}
 	if a.acksDue.Len() == 0 {
-		return Never
+		return verbs.Never
 	}
-	return Time(a.acksDue.Min())
+	return verbs.Time(a.acksDue.Min())
 }
 
 // streamChanged brings q's entry up to date after q joined or left the
@@ -232,7 +233,7 @@ func (c *Conn) streamChanged(q *QueuePair) {
 			a.streamsFree--
 		}
 	}
-	until := Never
+	until := verbs.Never
 	if q.active && !q.agg.free {
 		until = q.blockedUntil
 	}
@@ -242,24 +243,24 @@ func (c *Conn) streamChanged(q *QueuePair) {
 
 // streamsBlockedBy moves the streams whose back-off ended by now to the
 // free count and returns the earliest end of the others (Never if none).
-func (c *Conn) streamsBlockedBy(now Time) Time {
+func (c *Conn) streamsBlockedBy(now verbs.Time) verbs.Time {
 	a := &c.agg
-	for a.streamsBlocked.Len() > 0 && Time(a.streamsBlocked.Min()) <= now {
+	for a.streamsBlocked.Len() > 0 && verbs.Time(a.streamsBlocked.Min()) <= now {
 		q := a.streamsBlocked.PopMin()
 		q.agg.free = true
 		c.streamChanged(q)
 	}
 	if a.streamsBlocked.Len() == 0 {
-		return Never
+		return verbs.Never
 	}
-	return Time(a.streamsBlocked.Min())
+	return verbs.Time(a.streamsBlocked.Min())
 }
 
 // Test hooks (nil outside the white-box tests): they compare each
 // aggregate with the walk over everything it replaces.
 var (
-	checkDeadline func(c *Conn, now, d Time, ready bool)
+	checkDeadline func(c *Conn, now, d verbs.Time, ready bool)
 	checkFastest  func(c *Conn, fastest time.Duration)
-	checkAckDue   func(c *Conn, now Time, due bool)
+	checkAckDue   func(c *Conn, now verbs.Time, due bool)
 	checkPick     func(c *Conn, plane, chosen int)
 )

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Every white-box test runs with the aggregates checked, at every use,
@@ -25,7 +27,7 @@ func SetAggregateChecks(on bool) (was bool) {
 	return was
 }
 
-func checkDeadlineWalk(c *Conn, now, d Time, ready bool) {
+func checkDeadlineWalk(c *Conn, now, d verbs.Time, ready bool) {
 	wd, wr := c.walkDeadline(now)
 	if wd != d || wr != ready {
 		panic(fmt.Sprintf("metaroce: conn %d at %d: aggregates give deadline %d ready %v, the walk %d %v",
@@ -39,7 +41,7 @@ func checkFastestWalk(c *Conn, fastest time.Duration) {
 	}
 }
 
-func checkAckDueWalk(c *Conn, now Time, due bool) {
+func checkAckDueWalk(c *Conn, now verbs.Time, due bool) {
 	w := false
 	for i := 0; i < c.ackList.Len(); i++ {
 		r := &c.rx[*c.ackList.At(i)]
@@ -111,9 +113,9 @@ func (c *Conn) fastestSRTT() time.Duration {
 
 // walkDeadline is computeDeadline by walking every pending ACK, path and
 // active stream.
-func (c *Conn) walkDeadline(now Time) (d Time, ready bool) {
-	d = Never
-	at := func(t Time) {
+func (c *Conn) walkDeadline(now verbs.Time) (d verbs.Time, ready bool) {
+	d = verbs.Never
+	at := func(t verbs.Time) {
 		if t < d {
 			d = t
 		}
@@ -125,7 +127,7 @@ func (c *Conn) walkDeadline(now Time) (d Time, ready bool) {
 		return d, c.ctrl.Len() > 0
 	case connEstablished:
 	default:
-		return Never, false
+		return verbs.Never, false
 	}
 	ready = c.ctrl.Len() > 0
 	if c.resend.Len() > 0 || c.moved.Len() > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // packetPathShape is one configuration of the packet-path benchmark: the
@@ -58,13 +59,13 @@ type packetPath struct {
 	tb    testing.TB
 	eps   []*mr.Endpoint // a, z, x, y: the index is the peer handle
 	buf   []byte
-	now   mr.Time
+	now   verbs.Time
 	data  int // WRITE packets a has sent
 	qps   []*mr.QueuePair
-	cq    *mr.CompletionQueue
-	wcs   []mr.WorkCompletion
-	src   *mr.MemoryRegion
-	dst   *mr.MemoryRegion
+	cq    *verbs.CompletionQueue
+	wcs   []verbs.WorkCompletion
+	src   *verbs.MemoryRegion
+	dst   *verbs.MemoryRegion
 	out   int // WRITEs outstanding
 	id    uint64
 	conns []*mr.Conn // the idle connections, to check they stay up
@@ -126,20 +127,20 @@ func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
 		tb.Fatalf("connections: a %d, z %d, want %d", a.Connections(), z.Connections(), sh.conns)
 	}
 	pa, pz := a.AllocPD(), z.AllocPD()
-	pp.cq = mr.NewCompletionQueue(2 * ppDepth)
-	pp.wcs = make([]mr.WorkCompletion, 64)
+	pp.cq = verbs.NewCompletionQueue(2 * ppDepth)
+	pp.wcs = make([]verbs.WorkCompletion, 64)
 	for s := 0; s < sh.streams; s++ {
-		q, err := ca.CreateQP(mr.StreamID(s), mr.QPAttr{PD: pa, SendCQ: pp.cq})
+		q, err := ca.CreateQP(mr.StreamID(s), verbs.QPAttr{PD: pa, SendCQ: pp.cq})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if _, err := cz.CreateQP(mr.StreamID(s), mr.QPAttr{PD: pz}); err != nil {
+		if _, err := cz.CreateQP(mr.StreamID(s), verbs.QPAttr{PD: pz}); err != nil {
 			tb.Fatal(err)
 		}
 		pp.qps = append(pp.qps, q)
 	}
 	pp.src, _ = pa.RegisterMR(make([]byte, ppMsgLen), 0)
-	pp.dst, _ = pz.RegisterMR(make([]byte, 4*ppMsgLen), mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	pp.dst, _ = pz.RegisterMR(make([]byte, 4*ppMsgLen), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	return pp
 }
 
@@ -155,7 +156,7 @@ func (pp *packetPath) round() {
 			if i == 0 && meta.Peer == 1 && pp.buf[1] == byte(mr.OpWrite) {
 				pp.data++
 			}
-			pp.eps[meta.Peer].Receive(pp.now, pp.buf[:meta.Len], mr.RxMeta{Peer: mr.PeerHandle(i)})
+			pp.eps[meta.Peer].Receive(pp.now, pp.buf[:meta.Len], verbs.RxMeta{Peer: verbs.PeerHandle(i)})
 		}
 	}
 	pp.now += 500
@@ -175,7 +176,7 @@ func (pp *packetPath) run(packets int) {
 			pp.id++
 			q := pp.qps[pp.id%uint64(len(pp.qps))]
 			off := (pp.id % 4) * ppMsgLen
-			if err := q.PostSend(pp.now, mr.SendWR{ID: pp.id, Opcode: mr.WRWrite, Local: pp.src.SGE(0, ppMsgLen),
+			if err := q.PostSend(pp.now, verbs.SendWR{ID: pp.id, Opcode: verbs.WRWrite, Local: pp.src.SGE(0, ppMsgLen),
 				RemoteAddr: pp.dst.Addr() + off, RKey: pp.dst.RKey()}); err != nil {
 				pp.tb.Fatal(err)
 			}
@@ -188,7 +189,7 @@ func (pp *packetPath) run(packets int) {
 				break
 			}
 			for _, wc := range pp.wcs[:n] {
-				if wc.Status != mr.StatusSuccess {
+				if wc.Status != verbs.StatusSuccess {
 					pp.tb.Fatal(wc.Status)
 				}
 			}

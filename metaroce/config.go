@@ -3,6 +3,8 @@ package metaroce
 import (
 	"fmt"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Config holds an endpoint's protocol parameters. The zero value of a field
@@ -31,7 +33,7 @@ type Config struct {
 	Streams int `key:"streams"`
 	// EntropyBase is the UDP source port of path 0; path i uses
 	// EntropyBase+i. Default 49152.
-	EntropyBase Entropy `key:"entropy_base"`
+	EntropyBase verbs.Entropy `key:"entropy_base"`
 
 	// PathWindow is the most packets a path may have in flight (1..256:
 	// the SACK bitmap covers 256 PSNs), and the window a path starts with.

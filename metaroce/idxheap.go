@@ -1,5 +1,7 @@
 package metaroce
 
+import "github.com/metaroce/metaroce/verbs"
+
 // idxHeap is a binary min-heap of small integer ids (a connection's path
 // indexes) ordered by an int64 key. Keys and ids are stored in the heap's
 // own arrays, so sifting touches only them, not the objects the ids name:
@@ -35,7 +37,7 @@ func (h *idxHeap) Top() int { return int(h.ids[0]) }
 // Set puts id in the heap with key, moving it if it is there already; a
 // key of Never removes it.
 func (h *idxHeap) Set(id int, key int64) {
-	if key == int64(Never) {
+	if key == int64(verbs.Never) {
 		h.Remove(id)
 		return
 	}

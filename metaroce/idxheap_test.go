@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // TestIdxHeapOrdersAndMoves moves, removes and re-adds ids at random and
@@ -17,7 +19,7 @@ func TestIdxHeapOrdersAndMoves(t *testing.T) {
 		id := rng.IntN(n)
 		switch rng.IntN(5) {
 		case 0:
-			h.Set(id, int64(Never))
+			h.Set(id, int64(verbs.Never))
 			delete(want, id)
 		case 1:
 			h.Remove(id)

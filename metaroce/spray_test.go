@@ -3,6 +3,8 @@ package metaroce
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // TestPickerMatchesWalk drives the picker with random weight changes and
@@ -13,7 +15,7 @@ func TestPickerMatchesWalk(t *testing.T) {
 	const n, planes = 40, 2
 	paths := make([]txPath, n)
 	for i := range paths {
-		paths[i].plane = PlaneID(i % planes)
+		paths[i].plane = verbs.PlaneID(i % planes)
 	}
 	var pp PathPicker
 	pp.reset(paths, planes)

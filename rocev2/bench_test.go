@@ -1,6 +1,10 @@
 package rocev2
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // BenchmarkPacketPath measures the whole life of one 4 KiB WRITE packet
 // between two endpoints in one goroutine: the requester builds it
@@ -17,8 +21,8 @@ func BenchmarkPacketPath(b *testing.B) {
 	}
 	const msg = 64 << 10
 	src, _ := d.qa.pd.RegisterMR(make([]byte, msg), 0)
-	dst, _ := d.qb.pd.RegisterMR(make([]byte, 4*msg), AccessLocalWrite|AccessRemoteWrite)
-	wcs := make([]WorkCompletion, 16)
+	dst, _ := d.qb.pd.RegisterMR(make([]byte, 4*msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	wcs := make([]verbs.WorkCompletion, 16)
 	outstanding, id := 0, uint64(0)
 	run := func(packets int) {
 		target := dataPackets + packets
@@ -26,7 +30,7 @@ func BenchmarkPacketPath(b *testing.B) {
 			for outstanding < 4 {
 				id++
 				off := uint64(id%4) * msg
-				if err := d.qa.PostSend(d.now, SendWR{ID: id, Opcode: WRWrite, Local: src.SGE(0, msg),
+				if err := d.qa.PostSend(d.now, verbs.SendWR{ID: id, Opcode: verbs.WRWrite, Local: src.SGE(0, msg),
 					RemoteAddr: dst.Addr() + off, RKey: dst.RKey()}); err != nil {
 					b.Fatal(err)
 				}
@@ -35,7 +39,7 @@ func BenchmarkPacketPath(b *testing.B) {
 			d.pump()
 			n := d.cqa.Poll(wcs)
 			for _, wc := range wcs[:n] {
-				if wc.Status != StatusSuccess {
+				if wc.Status != verbs.StatusSuccess {
 					b.Fatal(wc.Status)
 				}
 			}
@@ -57,13 +61,13 @@ func BenchmarkPacketPath(b *testing.B) {
 func BenchmarkPacketPathDCQCN(b *testing.B) {
 	d := newDirectPair(b, Config{MTU: 4096})
 	src, _ := d.qa.pd.RegisterMR(make([]byte, 64<<10), 0)
-	dst, _ := d.qb.pd.RegisterMR(make([]byte, 64<<10), AccessLocalWrite|AccessRemoteWrite)
-	wcs := make([]WorkCompletion, 16)
+	dst, _ := d.qb.pd.RegisterMR(make([]byte, 64<<10), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	wcs := make([]verbs.WorkCompletion, 16)
 	sent := 0
 	buf := make([]byte, d.a.MaxPacketLen())
 	step := func() {
 		if d.qa.OutstandingSends() < 2 {
-			_ = d.qa.PostSend(d.now, SendWR{Opcode: WRWrite, Local: src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+			_ = d.qa.PostSend(d.now, verbs.SendWR{Opcode: verbs.WRWrite, Local: src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
 		}
 		for {
 			m, ok := d.a.NextPacket(d.now, buf)
@@ -71,14 +75,14 @@ func BenchmarkPacketPathDCQCN(b *testing.B) {
 				break
 			}
 			sent++
-			d.b.Receive(d.now, buf[:m.Len], RxMeta{Peer: 0, CE: true})
+			d.b.Receive(d.now, buf[:m.Len], verbs.RxMeta{Peer: 0, CE: true})
 		}
 		for {
 			m, ok := d.b.NextPacket(d.now, buf)
 			if !ok {
 				break
 			}
-			d.a.Receive(d.now, buf[:m.Len], RxMeta{Peer: 1})
+			d.a.Receive(d.now, buf[:m.Len], verbs.RxMeta{Peer: 1})
 		}
 		// Jump to the next event: DCQCN pacing leaves the sender idle.
 		d.now = max(d.now+1, min(d.a.NextDeadline(), d.b.NextDeadline()))

@@ -4,25 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
-
-// Time, the packet metadata and peer handles are metaroce's: a backend
-// drives both transports with the same values.
-type (
-	Time       = mr.Time
-	RxMeta     = mr.RxMeta
-	TxMeta     = mr.TxMeta
-	PeerHandle = mr.PeerHandle
-)
-
-// Never is a deadline that never arrives.
-const Never = mr.Never
 
 // DefaultPeerIP is the address Config.PeerIP gives peer handle h when the
 // backend supplies none: 10.0.0.(h+1), so that in a two-endpoint setup
 // handle 0 is 10.0.0.1 and handle 1 is 10.0.0.2.
-func DefaultPeerIP(h PeerHandle) IPv4 {
+func DefaultPeerIP(h verbs.PeerHandle) IPv4 {
 	v := uint32(h) + 1
 	return IPv4{10, byte(v >> 16), byte(v >> 8), byte(v)}
 }
@@ -42,7 +30,7 @@ type Config struct {
 	// to the peer's: both enter the ICRC (see ComputeICRC) and the CM's
 	// path GIDs. Defaults: 10.0.0.1 and DefaultPeerIP.
 	LocalIP IPv4
-	PeerIP  func(PeerHandle) IPv4
+	PeerIP  func(verbs.PeerHandle) IPv4
 
 	// MTU is the path MTU: payload bytes per packet, one of 256, 512, 1024,
 	// 2048, 4096. A connection uses the smaller of both sides'. Default 4096.

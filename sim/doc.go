@@ -15,7 +15,7 @@
 // World together; and sim/report (table, CSV, plots) on top.
 //
 // The model, in one paragraph (docs/sim.md has the full description):
-// virtual time is int64 nanoseconds (metaroce.Time); events are ordered by
+// virtual time is int64 nanoseconds (verbs.Time); events are ordered by
 // (time, scheduling sequence), so a run is a pure function of its
 // configuration and seed. Each host runs one transport endpoint for all its
 // connections and one NIC port per plane; a port pulls a packet from the

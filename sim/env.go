@@ -1,7 +1,8 @@
 package sim
 
 import (
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+
 	"github.com/metaroce/metaroce/sim/fabric"
 	"github.com/metaroce/metaroce/sim/workload"
 )
@@ -21,7 +22,7 @@ func workloadSpec(cfg *Config, fab *fabric.Fabric) *workload.Spec {
 }
 
 // Now is the run's virtual time.
-func (s *Sim) Now() mr.Time { return s.q.Now() }
+func (s *Sim) Now() verbs.Time { return s.q.Now() }
 
 // Dial opens a connection through the transport's World.
 func (s *Sim) Dial(src, dst int) (ConnRef, error) { return s.world.Dial(s.Now(), src, dst) }
@@ -50,7 +51,7 @@ func (s *Sim) Post(c ConnRef, src int, n int, id uint32) {
 func (s *Sim) Delivered(c ConnRef) uint64 { return s.world.Delivered(c) }
 
 // BaseRTT is the run's base round trip.
-func (s *Sim) BaseRTT() mr.Time { return s.baseRTT }
+func (s *Sim) BaseRTT() verbs.Time { return s.baseRTT }
 
 // TakeBinPeak is the fabric's (see fabric.Fabric.TakeBinPeak).
 func (s *Sim) TakeBinPeak(h int) int64 { return s.fab.TakeBinPeak(h) }

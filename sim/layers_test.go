@@ -21,11 +21,11 @@ const module = "github.com/metaroce/metaroce/"
 // other), the run (sim) on all of them, and the report on top. No
 // package names one above it, so there is no cycle.
 var simLayers = map[string][]string{
-	"sim/units":    {"metaroce"},
-	"sim/event":    {"metaroce"},
-	"sim/fabric":   {"metaroce", "sim/event", "sim/units"},
-	"sim/workload": {"metaroce", "sim/units"},
-	"sim":          {"metaroce", "rocev2", "sim/event", "sim/fabric", "sim/units", "sim/workload", "internal/keys"},
+	"sim/units":    {"verbs"},
+	"sim/event":    {"verbs"},
+	"sim/fabric":   {"verbs", "sim/event", "sim/units"},
+	"sim/workload": {"verbs", "sim/units"},
+	"sim":          {"verbs", "metaroce", "rocev2", "sim/event", "sim/fabric", "sim/units", "sim/workload", "internal/keys"},
 	"sim/report":   {"sim"},
 }
 

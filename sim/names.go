@@ -1,7 +1,8 @@
 package sim
 
 import (
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+
 	"github.com/metaroce/metaroce/sim/fabric"
 	"github.com/metaroce/metaroce/sim/units"
 	"github.com/metaroce/metaroce/sim/workload"
@@ -13,7 +14,7 @@ import (
 type (
 	// Time is the simulator's clock: virtual nanoseconds, as the protocol
 	// cores count them.
-	Time = mr.Time
+	Time = verbs.Time
 	// Duration is a span of virtual time in an experiment file.
 	Duration = units.Duration
 	// Size is a byte count in an experiment file.

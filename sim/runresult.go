@@ -1,6 +1,8 @@
 package sim
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // runResult is what one run measured: its figures in order, and its time
 // series (t_us first, then one or more named series on the same axis).
@@ -38,7 +40,7 @@ func (s *Sim) result() *runResult {
 	r.Add("packets", f.HostTx)
 	r.Add("sim_time_us", float64(s.Now())/1e3)
 	if s.cfg.Workload.Kind == "allreduce" || s.cfg.Workload.Kind == "all-to-all" || s.cfg.Workload.FlowSize > 0 {
-		r.Add("finished", s.finishAt != mr.Never)
+		r.Add("finished", s.finishAt != verbs.Never)
 	}
 	r.row = append(r.row, s.world.Counters()...)
 	return r

@@ -2,9 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"sync/atomic"
 
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/sim/event"
 	"github.com/metaroce/metaroce/sim/fabric"
 	"github.com/metaroce/metaroce/sim/workload"
@@ -25,7 +25,7 @@ const (
 // workload posts through it.
 type Sim struct {
 	cfg *Config
-	end mr.Time
+	end verbs.Time
 	q   event.Queue
 	fab *fabric.Fabric
 
@@ -34,10 +34,10 @@ type Sim struct {
 	ops     []Op             // workload.ops, in rotation
 	opNext  []uint32         // messages posted so far per connection, when len(ops) > 1
 	sink    func(Completion) // s.onCompletion, bound once (a method value allocates)
-	baseRTT mr.Time
+	baseRTT verbs.Time
 
 	stopped  bool
-	finishAt mr.Time // when a finite workload finished (Never: not yet)
+	finishAt verbs.Time // when a finite workload finished (Never: not yet)
 	events   uint64
 
 	// counters
@@ -58,7 +58,7 @@ type runSpec struct {
 
 func newSim(rs runSpec) (*Sim, error) {
 	cfg := rs.cfg
-	s := &Sim{cfg: cfg, end: cfg.Duration.T(), finishAt: mr.Never, progress: rs.progress}
+	s := &Sim{cfg: cfg, end: cfg.Duration.T(), finishAt: verbs.Never, progress: rs.progress}
 	fab, err := fabric.New(fabric.Spec{Topology: &cfg.Topology, Loss: &cfg.Loss, Failures: cfg.Failures,
 		Seed: cfg.Seed, DPort: rs.transport.UDPPort()}, &s.q)
 	if err != nil {
@@ -90,7 +90,7 @@ func (s *Sim) run() (*runResult, error) {
 	if err := s.start(); err != nil {
 		return nil, err
 	}
-	s.runUntil(mr.Never)
+	s.runUntil(verbs.Never)
 	if s.progress != nil {
 		s.progress.Store(int64(s.end))
 	}
@@ -113,7 +113,7 @@ func (s *Sim) start() error {
 
 // runUntil processes events up to and including time limit, or until the
 // run stops.
-func (s *Sim) runUntil(limit mr.Time) {
+func (s *Sim) runUntil(limit verbs.Time) {
 	for !s.stopped && s.q.Len() > 0 && s.q.Peek().At <= limit {
 		e := s.q.Pop()
 		s.events++
@@ -131,7 +131,7 @@ func (s *Sim) runUntil(limit mr.Time) {
 		default:
 			s.fab.Handle(&e)
 		}
-		if s.finishAt == mr.Never && s.wl.Finished() {
+		if s.finishAt == verbs.Never && s.wl.Finished() {
 			s.finishAt = s.Now()
 			s.stopped = true
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Transport is what the simulator needs from a transport implementation
@@ -110,11 +110,11 @@ func hasOp(ops []Op, want ...Op) bool {
 // local write only when READs are posted) and the region the peer works
 // on (WRITEs land there, READs read it: remote read only when READs are
 // posted; it also backs the posted receives of SENDs).
-func memAccess(ops []Op) (src, dst mr.Access) {
-	dst = mr.AccessLocalWrite | mr.AccessRemoteWrite
+func memAccess(ops []Op) (src, dst verbs.Access) {
+	dst = verbs.AccessLocalWrite | verbs.AccessRemoteWrite
 	if hasOp(ops, OpRead) {
-		src |= mr.AccessLocalWrite
-		dst |= mr.AccessRemoteRead
+		src |= verbs.AccessLocalWrite
+		dst |= verbs.AccessRemoteRead
 	}
 	return src, dst
 }
@@ -173,22 +173,22 @@ func (q *idQueue) pop() uint32 {
 type World interface {
 	// Host is host i's endpoint; the simulator drives it through the
 	// packet interface only.
-	Host(i int) mr.Transport
+	Host(i int) verbs.Transport
 	// Dial opens a connection from host src to host dst with one queue
 	// pair at each end; the destination accepts it by itself. Messages may
 	// be posted at once.
-	Dial(now mr.Time, src, dst int) (ConnRef, error)
+	Dial(now verbs.Time, src, dst int) (ConnRef, error)
 	// Post sends a message of n bytes on c with operation op (one of
 	// WorldEnv.Ops); id comes back in both completions. A message that
 	// gives no receive completion at the peer (OpWrite, OpRead) is
 	// reported as arrived (a Recv completion, from the dialer's host) when
 	// its sender's completion is polled, after the data was placed: a
 	// WRITE's acknowledgement, a READ's last response.
-	Post(now mr.Time, c ConnRef, op Op, n int, id uint32) error
+	Post(now verbs.Time, c ConnRef, op Op, n int, id uint32) error
 	// Poll hands every completion waiting at host h to sink, after doing
 	// whatever the host's application owes its transport (accepting
 	// connections, posting receives).
-	Poll(now mr.Time, h int, sink func(Completion))
+	Poll(now verbs.Time, h int, sink func(Completion))
 	// Delivered is the payload placed so far by c's messages, at either
 	// end (a READ places its data at the dialer).
 	Delivered(c ConnRef) uint64
@@ -198,25 +198,25 @@ type World interface {
 }
 
 // sendWR builds the work request for one workload message: both transports
-// take metaroce's SendWR (rocev2 aliases it). remote and rkey name the
+// take verbs.SendWR. remote and rkey name the
 // peer's region, used by the operations that address it.
-func sendWR(op Op, id uint32, local mr.SGE, remote uint64, rkey mr.RKey) (mr.SendWR, error) {
-	wr := mr.SendWR{ID: wrID(op, id), Local: local}
+func sendWR(op Op, id uint32, local verbs.SGE, remote uint64, rkey verbs.RKey) (verbs.SendWR, error) {
+	wr := verbs.SendWR{ID: wrID(op, id), Local: local}
 	switch op {
 	case OpWriteImm, OpWrite, OpRead:
 		wr.RemoteAddr, wr.RKey = remote, rkey
 	}
 	switch op {
 	case OpWriteImm:
-		wr.Opcode, wr.Imm = mr.WRWriteImm, id
+		wr.Opcode, wr.Imm = verbs.WRWriteImm, id
 	case OpWrite:
-		wr.Opcode = mr.WRWrite
+		wr.Opcode = verbs.WRWrite
 	case OpSend:
-		wr.Opcode = mr.WRSend
+		wr.Opcode = verbs.WRSend
 	case OpSendImm:
-		wr.Opcode, wr.Imm = mr.WRSendImm, id
+		wr.Opcode, wr.Imm = verbs.WRSendImm, id
 	case OpRead:
-		wr.Opcode = mr.WRRead
+		wr.Opcode = verbs.WRRead
 	default:
 		return wr, fmt.Errorf("operation %v", op)
 	}

@@ -5,7 +5,9 @@
 // queue's contract, not the scheduler's luck.
 package event
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // Kind says what an event does; the package that schedules events of a
 // kind gives it its meaning, and A and B are its operands.
@@ -13,7 +15,7 @@ type Kind uint8
 
 // Event is one scheduled happening, stored by value in the queue.
 type Event struct {
-	At   mr.Time
+	At   verbs.Time
 	seq  uint64
 	A, B int32
 	Kind Kind
@@ -37,7 +39,7 @@ func (e *Event) before(f *Event) bool {
 type Queue struct {
 	h   []Event
 	seq uint64
-	now mr.Time // the time of the event popped last: the run's clock
+	now verbs.Time // the time of the event popped last: the run's clock
 }
 
 // Len is the number of events scheduled.
@@ -45,10 +47,10 @@ func (q *Queue) Len() int { return len(q.h) }
 
 // Now is the run's virtual time: the time of the event being processed
 // (0 before the first). Only pop moves it, so it never goes backwards.
-func (q *Queue) Now() mr.Time { return q.now }
+func (q *Queue) Now() verbs.Time { return q.now }
 
 // Push schedules an event of kind k at time at, with operands a and b.
-func (q *Queue) Push(at mr.Time, k Kind, a, b int32) {
+func (q *Queue) Push(at verbs.Time, k Kind, a, b int32) {
 	q.seq++
 	q.h = append(q.h, Event{At: at, seq: q.seq, A: a, B: b, Kind: k})
 	h := q.h

@@ -1,13 +1,12 @@
 package event
 
 import (
+	"github.com/metaroce/metaroce/verbs"
 	"math/rand/v2"
 	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // Events come out in time order, and events at the same time in the order
@@ -22,7 +21,7 @@ func TestEventQueueOrder(t *testing.T) {
 	var q Queue
 	rng := rand.New(rand.NewPCG(1, 2))
 	type key struct {
-		at  mr.Time
+		at  verbs.Time
 		seq int32
 	}
 	var want []key
@@ -30,7 +29,7 @@ func TestEventQueueOrder(t *testing.T) {
 	var got []key
 	for round := 0; round < 50; round++ {
 		for i := 0; i < 200; i++ {
-			at := mr.Time(rng.IntN(100)) + mr.Time(round*50)
+			at := verbs.Time(rng.IntN(100)) + verbs.Time(round*50)
 			q.Push(at, kindA, n, 0)
 			want = append(want, key{at, n})
 			n++
@@ -48,7 +47,7 @@ func TestEventQueueOrder(t *testing.T) {
 	// Popped times never go backwards relative to what was in the queue at
 	// the time: check that ties keep scheduling order globally.
 	sort.SliceStable(want, func(i, j int) bool { return want[i].at < want[j].at })
-	seen := map[mr.Time]int32{}
+	seen := map[verbs.Time]int32{}
 	for _, k := range got {
 		if last, ok := seen[k.at]; ok {
 			require.Greater(t, k.seq, last, "events at t=%d out of scheduling order", k.at)
@@ -62,12 +61,12 @@ func TestEventQueueSorted(t *testing.T) {
 	var q Queue
 	rng := rand.New(rand.NewPCG(3, 4))
 	type key struct {
-		at  mr.Time
+		at  verbs.Time
 		seq int32
 	}
 	var want []key
 	for i := int32(0); i < 5000; i++ {
-		at := mr.Time(rng.IntN(300))
+		at := verbs.Time(rng.IntN(300))
 		q.Push(at, kindB, i, 0)
 		want = append(want, key{at, i})
 	}
@@ -83,9 +82,9 @@ func TestEventQueueSorted(t *testing.T) {
 func TestEventQueueNoAllocSteadyState(t *testing.T) {
 	var q Queue
 	for i := 0; i < 1024; i++ {
-		q.Push(mr.Time(i), kindA, 0, 0)
+		q.Push(verbs.Time(i), kindA, 0, 0)
 	}
-	at := mr.Time(1024)
+	at := verbs.Time(1024)
 	allocs := testing.AllocsPerRun(1000, func() {
 		q.Pop()
 		q.Push(at, kindA, 0, 0)
@@ -98,12 +97,12 @@ func BenchmarkEventQueue(b *testing.B) {
 	var q Queue
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 100000; i++ {
-		q.Push(mr.Time(rng.IntN(1e6)), kindA, 0, 0)
+		q.Push(verbs.Time(rng.IntN(1e6)), kindA, 0, 0)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		e := q.Pop()
-		q.Push(e.At+mr.Time(rng.IntN(1e6)), kindA, 0, 0)
+		q.Push(e.At+verbs.Time(rng.IntN(1e6)), kindA, 0, 0)
 	}
 }
 

@@ -1,12 +1,14 @@
 package fabric
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // Tap sees every packet one host's NIC ports send and receive (what
 // --pcap writes). Fn is called inside the run, in event order.
 type Tap struct {
 	Host int32
-	Fn   func(now mr.Time, f Frame)
+	Fn   func(now verbs.Time, f Frame)
 }
 
 // Frame is a packet as a capture sees it: the transport's bytes and what
@@ -24,7 +26,7 @@ type Frame struct {
 	Transmit bool // sent by the captured host (else received by it)
 }
 
-func (c *Tap) packet(now mr.Time, f *Fabric, p *packet, tx bool) {
+func (c *Tap) packet(now verbs.Time, f *Fabric, p *packet, tx bool) {
 	c.Fn(now, Frame{Payload: p.buf[:p.n], SrcHost: int(p.src), DstHost: int(p.dst), Plane: int(p.plane),
 		SrcIP: HostIP(p.src, p.plane), DstIP: HostIP(p.dst, p.plane), SrcPort: p.sport, DstPort: f.dport,
 		ECT: p.ect, CE: p.ce, Transmit: tx})

@@ -1,7 +1,8 @@
 package fabric
 
 import (
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+
 	"github.com/metaroce/metaroce/sim/event"
 	"github.com/metaroce/metaroce/sim/units"
 )
@@ -86,13 +87,13 @@ func New(sp Spec, q *event.Queue) (*Fabric, error) {
 
 // Attach gives every host h its transport endpoint endpoint(h) and its
 // application's turn app(h); tap, if not nil, sees one host's packets.
-func (f *Fabric) Attach(endpoint func(h int) mr.Transport, app func(h int), tap *Tap) {
+func (f *Fabric) Attach(endpoint func(h int) verbs.Transport, app func(h int), tap *Tap) {
 	f.app, f.tap = app, tap
 	var maxLen int
 	f.hosts = make([]host, f.topo.hosts)
 	for i := range f.hosts {
 		h := &f.hosts[i]
-		h.id, h.tr, h.timerAt, h.firedAt = int32(i), endpoint(i), mr.Never, -1
+		h.id, h.tr, h.timerAt, h.firedAt = int32(i), endpoint(i), verbs.Never, -1
 		maxLen = max(maxLen, h.tr.MaxPacketLen())
 		h.ports = make([]hostPort, f.topo.planes)
 		for p := range h.ports {
@@ -113,8 +114,8 @@ func (f *Fabric) HostsPerLeaf() int { return f.topo.hostsPerLeaf }
 
 // BaseRTT is the round trip of one data packet of dataLen bytes out and
 // one ACK of ackLen back over the longest route of the idle fabric.
-func (f *Fabric) BaseRTT(dataLen, ackLen int) mr.Time {
-	return mr.Time(f.topo.baseRTT(dataLen, ackLen))
+func (f *Fabric) BaseRTT(dataLen, ackLen int) verbs.Time {
+	return verbs.Time(f.topo.baseRTT(dataLen, ackLen))
 }
 
 // KickAll lets every host's transport send what it has (the run's start).
@@ -126,7 +127,7 @@ func (f *Fabric) KickAll() {
 
 // ScheduleFaults schedules the failures (and recoveries) that happen
 // before end.
-func (f *Fabric) ScheduleFaults(end mr.Time) {
+func (f *Fabric) ScheduleFaults(end verbs.Time) {
 	for i, fc := range f.failures {
 		f.q.Push(fc.At.T(), evFault, int32(i), 0)
 		if !fc.Recover.Never() && fc.Recover.T() < end {
@@ -185,7 +186,7 @@ func (f *Fabric) arrive(li, pi int32) {
 		return
 	}
 	p.ce = p.ce || ce
-	f.q.Push(mr.Time(psToNs(arrive)), evArrive, out, pi)
+	f.q.Push(verbs.Time(psToNs(arrive)), evArrive, out, pi)
 }
 
 // fault applies failure i (or its recovery) and schedules the routing's

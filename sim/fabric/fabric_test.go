@@ -1,11 +1,10 @@
 package fabric
 
 import (
+	"github.com/metaroce/metaroce/verbs"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 const twoLeaves = `
@@ -200,7 +199,7 @@ failures: [{plane: 1, at: 100us, recover: 300us}]
 `
 	var sends []probeSend
 	for i := 0; i < 400; i++ {
-		sends = append(sends, probeSend{at: mr.Time(i) * 1000, dst: 1, entropy: uint16(i), plane: uint8(i % 2), n: 1000})
+		sends = append(sends, probeSend{at: verbs.Time(i) * 1000, dst: 1, entropy: uint16(i), plane: uint8(i % 2), n: 1000})
 	}
 	_, w := probeSim(t, yaml, map[int][]probeSend{0: sends})
 	byPlane := [2]int{}

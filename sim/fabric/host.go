@@ -1,22 +1,24 @@
 package fabric
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // host is one end system: a transport endpoint that carries all the
 // host's connections, and one NIC port per plane.
 type host struct {
 	id    int32
-	tr    mr.Transport
+	tr    verbs.Transport
 	ports []hostPort
 	// queued counts packets waiting in all ports (not the ones on the wire).
 	queued int
 	// The transport's timer: at most one live event, for the earliest
 	// deadline asked for; events of older generations are ignored when
 	// they fire.
-	timerAt  mr.Time
+	timerAt  verbs.Time
 	timerGen int32
-	firedAt  mr.Time // when OnTimer last ran
-	dirty    bool    // the application posted work: pull packets after the current event
+	firedAt  verbs.Time // when OnTimer last ran
+	dirty    bool       // the application posted work: pull packets after the current event
 }
 
 // hostPort is a NIC port: a small FIFO of packets (indices into the pool)
@@ -67,7 +69,7 @@ func (f *Fabric) canPull(h *host) bool {
 // touches a host's transport ends with it.
 func (f *Fabric) kick(h *host) {
 	h.dirty = false
-	steer, _ := h.tr.(mr.PlaneSteering)
+	steer, _ := h.tr.(verbs.PlaneSteering)
 	for f.canPull(h) {
 		if steer != nil && len(h.ports) > 1 {
 			// Tell the transport which NIC ports have room, as a NIC
@@ -120,8 +122,8 @@ func (f *Fabric) startTx(h *host, pi int) {
 	b := f.pool.at(pk).wireBytes()
 	f.pfcNote(pfcTx, port.link, b)
 	arrive, _, _ := l.enqueue(int64(f.q.Now())*1000, b, false)
-	f.q.Push(mr.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(f.planes)+int32(pi), 0)
-	f.q.Push(mr.Time(psToNs(arrive)), evArrive, port.link, pk)
+	f.q.Push(verbs.Time(psToNs(l.freeAt)), evTxDone, h.id*int32(f.planes)+int32(pi), 0)
+	f.q.Push(verbs.Time(psToNs(arrive)), evArrive, port.link, pk)
 }
 
 // txDone: port gp (host·planes+plane) finished a packet.
@@ -162,7 +164,7 @@ func (f *Fabric) onTimer(hid, gen int32) {
 	if gen != h.timerGen {
 		return // superseded by an earlier deadline
 	}
-	h.timerAt = mr.Never
+	h.timerAt = verbs.Never
 	if h.tr.NextDeadline() <= f.q.Now() {
 		h.firedAt = f.q.Now()
 		h.tr.OnTimer(f.q.Now())
@@ -179,7 +181,7 @@ func (f *Fabric) deliver(pi int32) {
 		f.tap.packet(f.q.Now(), f, p, false)
 	}
 	f.hostRx++
-	h.tr.Receive(f.q.Now(), p.buf[:p.n], mr.RxMeta{Peer: mr.PeerHandle(p.src), Plane: mr.PlaneID(p.plane), CE: p.ce})
+	h.tr.Receive(f.q.Now(), p.buf[:p.n], verbs.RxMeta{Peer: verbs.PeerHandle(p.src), Plane: verbs.PlaneID(p.plane), CE: p.ce})
 	f.pool.put(pi)
 	f.poll(h)
 	f.kick(h)

@@ -1,6 +1,8 @@
 package fabric
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // Lossless mode (topology.pfc): PFC-style pause on every switch, one
 // priority class for all traffic, as RoCEv2 deployments configure their
@@ -37,7 +39,7 @@ import mr "github.com/metaroce/metaroce/metaroce"
 type pfcPort struct {
 	// Sender's side.
 	paused   bool
-	pausedAt mr.Time
+	pausedAt verbs.Time
 	pausedNs int64   // total time paused (closed intervals)
 	q        pktRing // switch port: packets waiting (not the one on the wire)
 	qBytes   int64   // wire bytes waiting in q
@@ -93,7 +95,7 @@ type pfcState struct {
 	on        bool
 	xoff, xon int64
 	// trace, when set (by tests), sees every lossless-mode event.
-	trace func(at mr.Time, ev pfcEvent, link int32, bytes int64)
+	trace func(at verbs.Time, ev pfcEvent, link int32, bytes int64)
 }
 
 // setupPFC turns lossless mode on for the run: every link into a switch
@@ -132,7 +134,7 @@ func (f *Fabric) pfcForward(in, out, pi int32) {
 		il.pfc.xoffSent = true
 		il.pfc.pauses++
 		f.pfcNote(pfcXoff, in, il.pfc.inBytes)
-		f.q.Push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, in, 1)
+		f.q.Push(f.q.Now()+verbs.Time(psToNs(il.delayPs)), evPause, in, 1)
 	}
 	ol := &f.links[out]
 	nowPs := int64(f.q.Now()) * 1000
@@ -166,8 +168,8 @@ func (f *Fabric) pfcStart(li int32, atPs int64) {
 	l.pfc.busy, l.pfc.cur = true, pi
 	l.freeAt = max(atPs, l.freeAt) + l.serPs(b)
 	f.pfcNote(pfcTx, li, b)
-	f.q.Push(mr.Time(psToNs(l.freeAt)), evPortDone, li, 0)
-	f.q.Push(mr.Time(psToNs(l.freeAt+l.delayPs)), evArrive, li, pi)
+	f.q.Push(verbs.Time(psToNs(l.freeAt)), evPortDone, li, 0)
+	f.q.Push(verbs.Time(psToNs(l.freeAt+l.delayPs)), evArrive, li, pi)
 }
 
 // pfcPortDone: switch port li finished its packet, which has now left the
@@ -182,7 +184,7 @@ func (f *Fabric) pfcPortDone(li int32) {
 	if il.pfc.xoffSent && il.pfc.inBytes <= f.pfc.xon {
 		il.pfc.xoffSent = false
 		f.pfcNote(pfcXon, p.in, il.pfc.inBytes)
-		f.q.Push(f.q.Now()+mr.Time(psToNs(il.delayPs)), evPause, p.in, 0)
+		f.q.Push(f.q.Now()+verbs.Time(psToNs(il.delayPs)), evPause, p.in, 0)
 	}
 	if l.pfc.q.n > 0 && !l.pfc.paused {
 		f.pfcStart(li, l.freeAt) // back to back: no rounding gap

@@ -3,13 +3,12 @@ package fabric
 import (
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 type pfcRecord struct {
-	at    mr.Time
+	at    verbs.Time
 	ev    pfcEvent
 	link  int32
 	bytes int64
@@ -22,7 +21,7 @@ func runPFCProbe(t *testing.T, yaml string, script map[int][]probeSend) (*Fabric
 	var log []pfcRecord
 	s, w := probeSimWith(t, yaml, script, func(s *Fabric) {
 		require.True(t, s.pfc.on)
-		s.pfc.trace = func(at mr.Time, ev pfcEvent, link int32, bytes int64) {
+		s.pfc.trace = func(at verbs.Time, ev pfcEvent, link int32, bytes int64) {
 			log = append(log, pfcRecord{at, ev, link, bytes})
 		}
 	})
@@ -37,10 +36,10 @@ func runPFCProbe(t *testing.T, yaml string, script map[int][]probeSend) (*Fabric
 func checkPFCTrace(t *testing.T, s *Fabric, log []pfcRecord) map[int32]bool {
 	t.Helper()
 	type linkState struct {
-		sentAt   []mr.Time // PAUSE/RESUME sent, not yet arrived, in order
+		sentAt   []verbs.Time // PAUSE/RESUME sent, not yet arrived, in order
 		sentOn   []bool
 		paused   bool
-		pausedAt mr.Time
+		pausedAt verbs.Time
 	}
 	st := map[int32]*linkState{}
 	get := func(li int32) *linkState {
@@ -52,7 +51,7 @@ func checkPFCTrace(t *testing.T, s *Fabric, log []pfcRecord) map[int32]bool {
 	paused := map[int32]bool{}
 	for _, r := range log {
 		ls := get(r.link)
-		delay := mr.Time(s.links[r.link].delayPs / 1000)
+		delay := verbs.Time(s.links[r.link].delayPs / 1000)
 		switch r.ev {
 		case pfcXoff:
 			require.GreaterOrEqual(t, r.bytes, s.pfc.xoff, "PAUSE sent below xoff on %s", s.links[r.link].name)

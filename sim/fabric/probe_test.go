@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"encoding/binary"
+	"github.com/metaroce/metaroce/verbs"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/sim/event"
 	"github.com/metaroce/metaroce/sim/units"
 )
@@ -20,7 +20,7 @@ import (
 // source ports and planes through the fabric and see what the fabric did.
 
 type probeSend struct {
-	at      mr.Time
+	at      verbs.Time
 	dst     int
 	entropy uint16
 	plane   uint8
@@ -28,7 +28,7 @@ type probeSend struct {
 }
 
 type probeRecv struct {
-	at      mr.Time
+	at      verbs.Time
 	src     int
 	entropy uint16
 	plane   uint8
@@ -50,28 +50,28 @@ type probeHost struct {
 
 func (h *probeHost) MaxPacketLen() int { return 9000 }
 
-func (h *probeHost) Receive(now mr.Time, pkt []byte, rx mr.RxMeta) {
+func (h *probeHost) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 	h.got = append(h.got, probeRecv{at: now, src: int(rx.Peer), entropy: binary.BigEndian.Uint16(pkt), plane: uint8(rx.Plane), ce: rx.CE})
 }
 
-func (h *probeHost) NextPacket(now mr.Time, buf []byte) (mr.TxMeta, bool) {
+func (h *probeHost) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if h.next >= h.ready {
-		return mr.TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	s := h.sends[h.next]
 	h.next++
 	binary.BigEndian.PutUint16(buf, s.entropy)
-	return mr.TxMeta{Len: s.n, Peer: mr.PeerHandle(s.dst), Entropy: mr.Entropy(s.entropy), Plane: mr.PlaneID(s.plane)}, true
+	return verbs.TxMeta{Len: s.n, Peer: verbs.PeerHandle(s.dst), Entropy: verbs.Entropy(s.entropy), Plane: verbs.PlaneID(s.plane)}, true
 }
 
-func (h *probeHost) NextDeadline() mr.Time {
+func (h *probeHost) NextDeadline() verbs.Time {
 	if h.ready >= len(h.sends) {
-		return mr.Never
+		return verbs.Never
 	}
 	return h.sends[h.ready].at
 }
 
-func (h *probeHost) OnTimer(now mr.Time) {
+func (h *probeHost) OnTimer(now verbs.Time) {
 	for h.ready < len(h.sends) && h.sends[h.ready].at <= now {
 		h.ready++
 	}
@@ -109,7 +109,7 @@ func probeSimWith(t *testing.T, text string, script map[int][]probeSend, hook fu
 
 // buildProbe decodes text strictly, fills the defaults and builds the
 // fabric with the probe's hosts attached; end is when the run ends.
-func buildProbe(text string, script map[int][]probeSend) (f *Fabric, hosts []*probeHost, end mr.Time, err error) {
+func buildProbe(text string, script map[int][]probeSend) (f *Fabric, hosts []*probeHost, end verbs.Time, err error) {
 	c := probeConfig{Duration: units.Duration(time.Millisecond)}
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	dec.KnownFields(true)
@@ -133,7 +133,7 @@ func buildProbe(text string, script map[int][]probeSend) (f *Fabric, hosts []*pr
 	for h := 0; h < f.Hosts(); h++ {
 		hosts = append(hosts, &probeHost{sends: script[h]})
 	}
-	f.Attach(func(h int) mr.Transport { return hosts[h] }, func(int) {}, nil)
+	f.Attach(func(h int) verbs.Transport { return hosts[h] }, func(int) {}, nil)
 	return f, hosts, c.Duration.T(), nil
 }
 
@@ -142,7 +142,7 @@ const probeStop = NumKinds
 
 // runProbe runs the fabric to its end as a run does: the start kicks
 // every host, then the fabric's events in order until the stop event.
-func runProbe(f *Fabric, end mr.Time) {
+func runProbe(f *Fabric, end verbs.Time) {
 	f.KickAll()
 	f.q.Push(end, probeStop, 0, 0)
 	f.ScheduleFaults(end)
@@ -157,10 +157,10 @@ func runProbe(f *Fabric, end mr.Time) {
 
 // spaced returns n sends from src to dst, one every gap ns, with entropy
 // base+i (or fixed when step is 0).
-func spaced(n int, gap mr.Time, dst int, base, step uint16, plane uint8, size int) []probeSend {
+func spaced(n int, gap verbs.Time, dst int, base, step uint16, plane uint8, size int) []probeSend {
 	var s []probeSend
 	for i := 0; i < n; i++ {
-		s = append(s, probeSend{at: mr.Time(i) * gap, dst: dst, entropy: base + uint16(i)*step, plane: plane, n: size})
+		s = append(s, probeSend{at: verbs.Time(i) * gap, dst: dst, entropy: base + uint16(i)*step, plane: plane, n: size})
 	}
 	return s
 }

@@ -6,14 +6,13 @@ package units
 
 import (
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // Duration is a span of virtual time in an experiment file: a Go duration
@@ -56,11 +55,11 @@ func (d Duration) Never() bool { return d == NeverDuration }
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // T converts d to a span of metaroce.Time (Never stays Never).
-func (d Duration) T() mr.Time {
+func (d Duration) T() verbs.Time {
 	if d.Never() {
-		return mr.Never
+		return verbs.Never
 	}
-	return mr.Time(d)
+	return verbs.Time(d)
 }
 
 func (d Duration) String() string {

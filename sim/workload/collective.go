@@ -1,6 +1,8 @@
 package workload
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // collective runs one collective over ranks 0..n-1 (host i is rank i),
 // as nccl-tests measures it; size S is the per-rank buffer.
@@ -44,19 +46,19 @@ type collective struct {
 	channels  int
 	part      []int // bytes of each channel's slice of a message
 	steps     int
-	conns     []ConnRef // allreduce: [c*n+i] rank i → i+1 on channel c; all-to-all: [(i*n+j)*channels+c]
-	dst       []int     // the receiving rank of each connection (by ConnRef)
-	chanOf    []int     // the channel of each connection (by ConnRef)
-	recvd     []int     // messages each rank received in this iteration
-	want      int       // messages each rank must receive per iteration
-	ranksDone int       // ranks that received all of this iteration
-	iter      int       // this iteration, from 0 (warm-ups first)
-	iterStart mr.Time   // when this iteration started
-	firstIter mr.Time   // the first iteration's time (ns)
-	timed     []mr.Time // the times of the timed iterations (ns)
-	doneAt    mr.Time   // when the last iteration ended
-	fcts      []float64 // all-to-all: message completion times of timed iterations (µs)
-	sentAt    []mr.Time // all-to-all: post time per connection
+	conns     []ConnRef    // allreduce: [c*n+i] rank i → i+1 on channel c; all-to-all: [(i*n+j)*channels+c]
+	dst       []int        // the receiving rank of each connection (by ConnRef)
+	chanOf    []int        // the channel of each connection (by ConnRef)
+	recvd     []int        // messages each rank received in this iteration
+	want      int          // messages each rank must receive per iteration
+	ranksDone int          // ranks that received all of this iteration
+	iter      int          // this iteration, from 0 (warm-ups first)
+	iterStart verbs.Time   // when this iteration started
+	firstIter verbs.Time   // the first iteration's time (ns)
+	timed     []verbs.Time // the times of the timed iterations (ns)
+	doneAt    verbs.Time   // when the last iteration ended
+	fcts      []float64    // all-to-all: message completion times of timed iterations (µs)
+	sentAt    []verbs.Time // all-to-all: post time per connection
 }
 
 // chunk is S/n rounded up: what each rank sends to a peer in one step.
@@ -94,7 +96,7 @@ func (w *collective) Setup(s Env) error {
 		}
 	}
 	w.recvd = make([]int, n)
-	w.doneAt = mr.Never
+	w.doneAt = verbs.Never
 	if w.kind == "allreduce" {
 		w.steps = 2 * (n - 1)
 		w.want = w.steps * nc
@@ -146,7 +148,7 @@ func (w *collective) startIter(s Env) {
 		return
 	}
 	if w.sentAt == nil {
-		w.sentAt = make([]mr.Time, len(w.dst))
+		w.sentAt = make([]verbs.Time, len(w.dst))
 	}
 	for i := 0; i < n; i++ {
 		for j := 1; j < n; j++ {
@@ -213,7 +215,7 @@ func (w *collective) host(s Env, r int) int {
 
 func (w *collective) Sample(Env) {}
 
-func (w *collective) Finished() bool { return w.doneAt != mr.Never }
+func (w *collective) Finished() bool { return w.doneAt != verbs.Never }
 
 func (w *collective) Report(s Env, r Figures) {
 	n := float64(w.ranks)
@@ -224,7 +226,7 @@ func (w *collective) Report(s Env, r Figures) {
 	r.Add("channels", w.channels)
 	r.Add("iters", w.cfg.Iters)
 	r.Add("warmup_iters", w.cfg.WarmupIters)
-	if w.doneAt == mr.Never {
+	if w.doneAt == verbs.Never {
 		r.Add("goodput_gbps", nil)
 		r.Add("link_gbps", capGbps)
 		r.Add("efficiency", nil)
@@ -234,7 +236,7 @@ func (w *collective) Report(s Env, r Figures) {
 		r.Add("first_iter_us", nil)
 		return
 	}
-	var sum mr.Time
+	var sum verbs.Time
 	for _, d := range w.timed {
 		sum += d
 	}

@@ -1,17 +1,16 @@
 package workload
 
 import (
+	"github.com/metaroce/metaroce/verbs"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // fakeEnv is a run reduced to what a workload sees: it records dials and
 // posts, and a test plays the transport by handing completions back.
 type fakeEnv struct {
-	now   mr.Time
+	now   verbs.Time
 	dials [][2]int
 	posts []post
 }
@@ -20,11 +19,11 @@ type post struct {
 	c         ConnRef
 	src, n    int
 	id        uint32
-	postedAt  mr.Time
+	postedAt  verbs.Time
 	delivered bool
 }
 
-func (e *fakeEnv) Now() mr.Time { return e.now }
+func (e *fakeEnv) Now() verbs.Time { return e.now }
 func (e *fakeEnv) Dial(src, dst int) (ConnRef, error) {
 	e.dials = append(e.dials, [2]int{src, dst})
 	return ConnRef(len(e.dials) - 1), nil
@@ -41,7 +40,7 @@ func (e *fakeEnv) Delivered(c ConnRef) uint64 {
 	}
 	return d
 }
-func (e *fakeEnv) BaseRTT() mr.Time           { return 1000 }
+func (e *fakeEnv) BaseRTT() verbs.Time        { return 1000 }
 func (e *fakeEnv) TakeBinPeak(int) int64      { return 0 }
 func (e *fakeEnv) HostPortsUp() (up, all int) { return 2, 2 }
 

@@ -1,6 +1,8 @@
 package workload
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // incast is N:1: hosts 1..N each open one connection to host 0 and keep
 // Outstanding messages posted (until FlowSize bytes, if set). Its figures
@@ -12,7 +14,7 @@ type incast struct {
 	flows []flow
 	m     meter
 	left  int
-	start mr.Time
+	start verbs.Time
 	qpeak []float64 // per bin: the peak queue on the receiver's ports (its leaves' links to it), bytes
 }
 
@@ -25,7 +27,7 @@ func (w *incast) Setup(s Env) error {
 		if err != nil {
 			return err
 		}
-		w.flows = append(w.flows, flow{ref: ref, src: i, dst: 0, target: int64(w.cfg.FlowSize), done: mr.Never})
+		w.flows = append(w.flows, flow{ref: ref, src: i, dst: 0, target: int64(w.cfg.FlowSize), done: verbs.Never})
 		w.m.track(ref, i-1)
 		if w.cfg.FlowSize > 0 {
 			w.left++
@@ -50,7 +52,7 @@ func (w *incast) OnCompletion(s Env, c Completion) {
 	f := &w.flows[c.Conn]
 	if c.Recv {
 		f.arrived += int64(c.Bytes)
-		if f.target > 0 && f.arrived >= f.target && f.done == mr.Never {
+		if f.target > 0 && f.arrived >= f.target && f.done == verbs.Never {
 			f.done = s.Now()
 			w.left--
 		}
@@ -149,7 +151,7 @@ func (w *incast) Report(s Env, r Figures) {
 		// Convergence is judged from the third base RTT (the issue's
 		// yardstick): before that no sender can have heard from the
 		// receiver, and the queue holds the senders' first packets.
-		from := max(w.start+mr.Time(c*float64(s.BaseRTT())), from3)
+		from := max(w.start+verbs.Time(c*float64(s.BaseRTT())), from3)
 		var q float64
 		for i := range w.qpeak {
 			if i < len(w.m.t) && w.m.binStart(i) >= from {

@@ -1,6 +1,8 @@
 package workload
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // longLived is write_bw-style traffic: every connection keeps Outstanding
 // messages of MessageSize posted, for the whole run (or until it has moved
@@ -35,7 +37,7 @@ func (w *longLived) Setup(s Env) error {
 		if err != nil {
 			return err
 		}
-		w.flows = append(w.flows, flow{ref: ref, src: src, dst: dst, target: int64(w.cfg.FlowSize), done: mr.Never})
+		w.flows = append(w.flows, flow{ref: ref, src: src, dst: dst, target: int64(w.cfg.FlowSize), done: verbs.Never})
 		w.m.track(ref, i)
 		if w.cfg.FlowSize > 0 {
 			w.left++
@@ -72,7 +74,7 @@ func (w *longLived) OnCompletion(s Env, c Completion) {
 	f := &w.flows[c.Conn]
 	if c.Recv {
 		f.arrived += int64(c.Bytes)
-		if f.target > 0 && f.arrived >= f.target && f.done == mr.Never {
+		if f.target > 0 && f.arrived >= f.target && f.done == verbs.Never {
 			f.done = s.Now()
 			w.left--
 		}
@@ -118,7 +120,7 @@ func (w *longLived) Report(s Env, r Figures) {
 		if w.snap != nil {
 			n := 0
 			for i := range w.flows {
-				if s.Delivered(w.flows[i].ref) == w.snap[i] && (w.flows[i].target == 0 || w.flows[i].done == mr.Never) {
+				if s.Delivered(w.flows[i].ref) == w.snap[i] && (w.flows[i].target == 0 || w.flows[i].done == verbs.Never) {
 					n++
 				}
 			}

@@ -7,8 +7,8 @@ package workload
 
 import (
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/sim/units"
 )
 
@@ -34,7 +34,7 @@ type Workload interface {
 // Env is the run as a workload sees it.
 type Env interface {
 	// Now is the run's virtual time.
-	Now() mr.Time
+	Now() verbs.Time
 	// Dial opens a connection from host src to host dst (see
 	// sim.World.Dial).
 	Dial(src, dst int) (ConnRef, error)
@@ -46,7 +46,7 @@ type Env interface {
 	Delivered(c ConnRef) uint64
 	// BaseRTT is the round trip of a data packet and its ACK over the
 	// idle fabric's longest route.
-	BaseRTT() mr.Time
+	BaseRTT() verbs.Time
 	// TakeBinPeak returns the peak queue in bytes on the links into host
 	// h since the last call, and starts over.
 	TakeBinPeak(h int) int64
@@ -79,11 +79,11 @@ type Completion struct {
 
 // Spec is what a workload knows of its run beyond its own configuration.
 type Spec struct {
-	Hosts, Leaves, HostsPerLeaf int     // the fabric (host h under leaf h / HostsPerLeaf)
-	Planes                      int     // NIC ports per host
-	NICGbps                     float64 // each NIC port's rate
-	MTU                         int     // transport.mtu
-	Warmup, Bin, End            mr.Time // excluded from steady-state averages; sampling interval; the run's end
+	Hosts, Leaves, HostsPerLeaf int        // the fabric (host h under leaf h / HostsPerLeaf)
+	Planes                      int        // NIC ports per host
+	NICGbps                     float64    // each NIC port's rate
+	MTU                         int        // transport.mtu
+	Warmup, Bin, End            verbs.Time // excluded from steady-state averages; sampling interval; the run's end
 	Failures                    []Failure
 }
 
@@ -132,8 +132,8 @@ type flow struct {
 	posted   int64
 	arrived  int64
 	inflight int
-	start    mr.Time
-	done     mr.Time // Never until all target bytes arrived
+	start    verbs.Time
+	done     verbs.Time // Never until all target bytes arrived
 }
 
 // meter samples what connections have delivered, every bin: the
@@ -144,9 +144,9 @@ type meter struct {
 	groups int
 	keep   bool
 	last   []uint64
-	t      []mr.Time   // end of each bin
-	total  []float64   // bytes delivered in each bin
-	per    [][]float64 // [bin][group] bytes, when keep
+	t      []verbs.Time // end of each bin
+	total  []float64    // bytes delivered in each bin
+	per    [][]float64  // [bin][group] bytes, when keep
 }
 
 func (m *meter) track(ref ConnRef, group int) {
@@ -163,7 +163,7 @@ func (m *meter) sample(s Env, sp *Spec) {
 	if m.t == nil {
 		// Every bin's slot up front: sampling allocates nothing after.
 		bins := int(sp.End/sp.Bin) + 2
-		m.t = make([]mr.Time, 0, bins)
+		m.t = make([]verbs.Time, 0, bins)
 		m.total = make([]float64, 0, bins)
 	}
 	var tot uint64
@@ -188,7 +188,7 @@ func (m *meter) sample(s Env, sp *Spec) {
 }
 
 // binStart is the start of bin i.
-func (m *meter) binStart(i int) mr.Time {
+func (m *meter) binStart(i int) verbs.Time {
 	if i == 0 {
 		return 0
 	}
@@ -229,7 +229,7 @@ func settleBins(s Env, sp *Spec) int {
 // settledFrom returns the first bin i starting at or after from such that
 // every window of k bins lying after bin i's start, up to the bin ending
 // at to, satisfies ok(j) (j the window's last bin); -1 if there is none.
-func (m *meter) settledFrom(from, to mr.Time, k int, ok func(j int) bool) int {
+func (m *meter) settledFrom(from, to verbs.Time, k int, ok func(j int) bool) int {
 	last := -1
 	for j := range m.t {
 		if m.t[j] <= to {
@@ -259,9 +259,9 @@ func (m *meter) settledFrom(from, to mr.Time, k int, ok func(j int) bool) int {
 }
 
 // avg is the goodput in Gb/s over the bins that lie within [from, to].
-func (m *meter) avg(from, to mr.Time) float64 {
+func (m *meter) avg(from, to verbs.Time) float64 {
 	var b float64
-	var t0, t1 mr.Time = -1, 0
+	var t0, t1 verbs.Time = -1, 0
 	for i := range m.t {
 		if m.binStart(i) < from || m.t[i] > to {
 			continue
@@ -314,7 +314,7 @@ func fctFigures(r Figures, flows []flow) {
 		if flows[i].target == 0 {
 			continue
 		}
-		if flows[i].done == mr.Never {
+		if flows[i].done == verbs.Never {
 			unfinished++
 			continue
 		}

@@ -1,11 +1,10 @@
 package workload
 
 import (
+	"github.com/metaroce/metaroce/verbs"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 func TestJain(t *testing.T) {
@@ -29,7 +28,7 @@ func TestSettledFrom(t *testing.T) {
 	m := meter{}
 	rates := []float64{10, 10, 0, 0, 10, 2, 10, 10, 10, 10}
 	for i, r := range rates {
-		m.t = append(m.t, mr.Time((i+1)*1000))
+		m.t = append(m.t, verbs.Time((i+1)*1000))
 		m.total = append(m.total, r*1000/8) // bytes in a 1 µs bin at r Gb/s
 	}
 	ok := func(j int) bool { return m.windowRate(j, 1) >= 9 }

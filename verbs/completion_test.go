@@ -1,4 +1,4 @@
-package metaroce
+package verbs
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 func TestCompletionQueueGrowsAndKeepsOrder(t *testing.T) {
 	q := NewCompletionQueue(1)
 	for i := 0; i < 40; i++ {
-		q.Push(WorkCompletion{WRID: uint64(i)})
+		q.push(WorkCompletion{WRID: uint64(i)})
 	}
 	require.Equal(t, 40, q.Len())
 	out := make([]WorkCompletion, 7)
