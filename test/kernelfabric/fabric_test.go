@@ -14,6 +14,7 @@ import (
 	"github.com/metaroce/metaroce/engine/dpdkengine"
 	"github.com/metaroce/metaroce/mempool"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/test/internal/testenv"
 )
 
 const childEnv = "MR_KERNELFABRIC_PREFIX"
@@ -27,13 +28,9 @@ func TestKernelFabric(t *testing.T) {
 		child(t, Topology{Prefix: prefix})
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("kernel fabric: needs root (network namespaces, veths, nftables); skipped")
-	}
+	testenv.Root(t, "kernel fabric: network namespaces, veths, nftables")
 	for _, tool := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("kernel fabric: %s not installed (scripts/install-deps.sh installs iproute2 and nftables)", tool)
-		}
+		testenv.Tool(t, tool, "scripts/install-deps.sh installs iproute2 and nftables")
 	}
 	topo := Topology{Prefix: fmt.Sprintf("mrf%d", os.Getpid()%100000)}
 	t.Cleanup(func() {
