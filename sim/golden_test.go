@@ -78,13 +78,26 @@ func readGoldenTable(t *testing.T, name string) goldenTable {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	require.Greater(t, len(lines), 2, "%s: title, header and rows", name)
 	require.True(t, strings.HasPrefix(lines[0], name+": "), "%s: title line %q", name, lines[0])
-	tb := goldenTable{cols: strings.Fields(lines[1])}
+	// The table is right-aligned (text/tabwriter): each cell ends where
+	// its header ends, so cells with spaces inside (JSON maps) survive.
+	head := lines[1]
+	tb := goldenTable{cols: strings.Fields(head)}
+	var ends []int
+	for i := range len(head) {
+		if head[i] != ' ' && (i+1 == len(head) || head[i+1] == ' ') {
+			ends = append(ends, i+1)
+		}
+	}
+	require.Len(t, ends, len(tb.cols))
 	for _, l := range lines[2:] {
-		f := strings.Fields(l)
-		require.Len(t, f, len(tb.cols), "%s: row %q", name, l)
+		require.Len(t, l, len(head), "%s: row %q is not aligned with the header", name, l)
 		row := map[string]string{}
+		from := 0
 		for i, c := range tb.cols {
-			row[c] = f[i]
+			cell := strings.TrimSpace(l[from:ends[i]])
+			require.NotEmpty(t, cell, "%s: column %s of %q", name, c, l)
+			row[c] = cell
+			from = ends[i]
 		}
 		tb.rows = append(tb.rows, row)
 	}
@@ -119,6 +132,7 @@ func TestDocTablesFromGoldens(t *testing.T) {
 	for name, render := range map[string]func(*testing.T) string{
 		"pfc-incast":           pfcIncastDocTable,
 		"collectives-channels": collectivesDocTable,
+		"readme":               readmeTable,
 	} {
 		t.Run(name, func(t *testing.T) {
 			golden.File(t, filepath.Join("testdata", "experiments", name+".md"), []byte(render(t)))

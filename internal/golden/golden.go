@@ -96,7 +96,8 @@ type Block struct {
 	Line   int    // line of the opening marker, 1-based
 	File   string // the golden file quoted, relative to the module root
 	Fenced bool   // the content is inside a ``` fence
-	Body   string // the content (inside the fence when Fenced)
+	Body   string // the content (inside the fence when Fenced), Indent removed
+	Indent string // the marker line's leading blanks, before every line of the block (a block inside a list item)
 	start  int    // byte offsets of the block's content in the document
 	end    int
 }
@@ -113,6 +114,11 @@ func Blocks(doc string, text []byte) ([]Block, error) {
 		}
 		i += pos
 		line += strings.Count(s[pos:i], "\n")
+		bol := strings.LastIndexByte(s[:i], '\n') + 1
+		indent := s[bol:i]
+		if strings.Trim(indent, " \t") != "" {
+			return nil, fmt.Errorf("%s:%d: golden marker not at the start of its line", doc, line)
+		}
 		eol := strings.IndexByte(s[i:], '\n')
 		if eol < 0 {
 			return nil, fmt.Errorf("%s:%d: golden marker without a line end", doc, line)
@@ -132,8 +138,14 @@ func Blocks(doc string, text []byte) ([]Block, error) {
 		if k := strings.Index(s[start:end], openMark); k >= 0 {
 			return nil, fmt.Errorf("%s:%d: golden block %s opens another before it closes", doc, line, file)
 		}
-		b := Block{Doc: doc, Line: line, File: file, start: start, end: end}
-		body := s[start:end]
+		b := Block{Doc: doc, Line: line, File: file, Indent: indent, start: start, end: end - len(indent)}
+		if !strings.HasSuffix(s[start:end], "\n"+indent) && start != end-len(indent) {
+			return nil, fmt.Errorf("%s:%d: golden block %s: closing marker not indented as the opening one", doc, line, file)
+		}
+		body, err := unindent(s[start:b.end], indent)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: golden block %s: %v", doc, line, file, err)
+		}
 		if inner, ok := strings.CutPrefix(body, fence+"\n"); ok {
 			if inner, ok = strings.CutSuffix(inner, fence+"\n"); ok {
 				b.Fenced, body = true, inner
@@ -148,10 +160,41 @@ func Blocks(doc string, text []byte) ([]Block, error) {
 
 // content is what a block quoting data holds between its markers.
 func content(b Block, data []byte) string {
+	c := string(data)
 	if b.Fenced {
-		return fence + "\n" + string(data) + fence + "\n"
+		c = fence + "\n" + c + fence + "\n"
 	}
-	return string(data)
+	if b.Indent == "" {
+		return c
+	}
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(c, "\n") {
+		if l != "" && l != "\n" {
+			out.WriteString(b.Indent)
+		}
+		out.WriteString(l)
+	}
+	return out.String()
+}
+
+// unindent removes indent from the start of every non-empty line of s.
+func unindent(s, indent string) (string, error) {
+	if indent == "" {
+		return s, nil
+	}
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l == "" || l == "\n" {
+			out.WriteString(l)
+			continue
+		}
+		rest, ok := strings.CutPrefix(l, indent)
+		if !ok {
+			return "", fmt.Errorf("line %q is not indented as the marker", strings.TrimSuffix(l, "\n"))
+		}
+		out.WriteString(rest)
+	}
+	return out.String(), nil
 }
 
 // DocFiles returns the documents (relative to root) whose blocks are kept.

@@ -84,6 +84,33 @@ func TestBlocks(t *testing.T) {
 	}
 }
 
+// A block inside a list item is indented like its markers: the indent is
+// not part of the content, and a rewrite puts it back.
+func TestIndentedBlock(t *testing.T) {
+	doc := "- item\n\n  <!-- golden t.md -->\n  | a |\n  |---|\n  <!-- /golden -->\n"
+	bs, err := Blocks("d.md", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || bs[0].Body != "| a |\n|---|\n" || bs[0].Indent != "  " {
+		t.Fatalf("blocks %+v", bs)
+	}
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "d.md"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rewrite(root, "d.md", func(Block) ([]byte, bool) { return []byte("| b |\n|---|\n"), true }); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(root, "d.md"))
+	if want := strings.Replace(doc, "| a |", "| b |", 1); string(got) != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if _, err := Blocks("d.md", []byte("  <!-- golden t.md -->\n| a |\n  <!-- /golden -->\n")); err == nil {
+		t.Fatal("a line less indented than the marker: no error")
+	}
+}
+
 func TestRewrite(t *testing.T) {
 	root := t.TempDir()
 	doc := "x\n<!-- golden f.txt -->\n```\nold\n```\n<!-- /golden -->\n<!-- golden g.md -->\nkeep\n<!-- /golden -->\n"
