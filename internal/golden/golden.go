@@ -117,7 +117,9 @@ func Blocks(doc string, text []byte) ([]Block, error) {
 		bol := strings.LastIndexByte(s[:i], '\n') + 1
 		indent := s[bol:i]
 		if strings.Trim(indent, " \t") != "" {
-			return nil, fmt.Errorf("%s:%d: golden marker not at the start of its line", doc, line)
+			// Not a marker: the text names one (`<!-- golden PATH -->`).
+			pos = i + len(openMark)
+			continue
 		}
 		eol := strings.IndexByte(s[i:], '\n')
 		if eol < 0 {

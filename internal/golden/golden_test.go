@@ -57,7 +57,7 @@ func TestDocsMatchGoldens(t *testing.T) {
 }
 
 func TestBlocks(t *testing.T) {
-	doc := "intro\n<!-- golden a/x.golden -->\n```\nout 1\nout 2\n```\n<!-- /golden -->\nmid\n" +
+	doc := "intro naming `<!-- golden PATH -->` in a line\n<!-- golden a/x.golden -->\n```\nout 1\nout 2\n```\n<!-- /golden -->\nmid\n" +
 		"<!-- golden b/t.md -->\n| a | b |\n|---|---|\n<!-- /golden -->\nend\n"
 	bs, err := Blocks("d.md", []byte(doc))
 	if err != nil {
