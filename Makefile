@@ -11,15 +11,26 @@ BENCHTIME ?=
 PKGS      ?= ./...
 HUGEPAGES ?= 512
 
+# DPDK is a build tag (dpdk/, mempool/, lcore/, engine/dpdkengine/ and the
+# CLI's dpdk backend need cgo and libdpdk). DPDK=1 when pkg-config finds
+# libdpdk (deps installs it), else 0; set DPDK=0 or 1 to force. Lazy (=):
+# it is evaluated in recipes, after deps has run.
+DPDK      ?= $(shell pkg-config --exists libdpdk 2>/dev/null && echo 1 || echo 0)
+TAGS       = $(if $(filter 1,$(DPDK)),-tags dpdk)
+# Packages `make test-race` runs under the race detector: the engines, the
+# CLI and the simulator (dpdkengine only with the tag).
+RACE_PKGS ?= ./engine/... ./cmd/metaroce/... ./sim/...
+
 # staticcheck release verified against Go 1.26 (go install served by the
 # module proxy). Bump deliberately, after checking `make lint` still passes.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: help deps build test bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean
+.PHONY: help deps build test test-nodpdk test-dpdk test-race bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean
 
 help:
-	@echo "targets: deps build test bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean"
+	@echo "targets: deps build test test-nodpdk test-dpdk test-race bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean"
+	@echo "  DPDK=0|1 builds without or with -tags dpdk (default: 1 when pkg-config finds libdpdk)"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make fuzz FUZZTIME=30s"
 
@@ -27,19 +38,34 @@ deps:
 	./scripts/install-deps.sh
 
 build:
-	$(GO) build -o $(BIN) ./cmd/metaroce
+	$(GO) build $(TAGS) -o $(BIN) ./cmd/metaroce
 
-# The protocol cores (metaroce/, rocev2/) must build and pass without cgo;
-# the whole module is then tested with cgo as usual. MR_REQUIRE_ALL=1: a
-# test that needs root or a tool (tshark) fails instead of skipping
-# (test/internal/testenv), since deps installed everything.
+# make test runs both ways: without the dpdk tag and without cgo (what a
+# machine with no libdpdk builds and tests), then with the tag, the whole
+# suite, DPDK tests included. MR_REQUIRE_ALL=1: a test that needs root or
+# a tool (tshark) fails instead of skipping (test/internal/testenv), since
+# deps installed everything.
 test: deps
-	$(GO) vet ./...
-	MR_REQUIRE_ALL=1 CGO_ENABLED=0 $(GO) test ./metaroce/... ./rocev2/...
-	MR_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 15m ./...
+	@$(MAKE) --no-print-directory test-nodpdk
+	@if [ "$(DPDK)" = 1 ]; then $(MAKE) --no-print-directory test-dpdk; \
+	else echo "notice: DPDK=0 (pkg-config finds no libdpdk, or set so): the -tags dpdk tests did not run"; fi
+
+test-nodpdk:
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+	MR_REQUIRE_ALL=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 15m ./...
+
+test-dpdk:
+	$(GO) vet -tags dpdk ./...
+	MR_REQUIRE_ALL=1 $(GO) test -tags dpdk -count=1 -timeout 15m ./...
+
+# The race detector (needs cgo) over the engines, the CLI and the
+# simulator; .ci/run runs it after make test.
+test-race:
+	MR_REQUIRE_ALL=1 $(GO) test -race $(TAGS) -count=1 -timeout 30m $(RACE_PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) $(PKGS)
+	$(GO) test $(TAGS) -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) $(PKGS)
 
 # 2 MiB hugepages for the DPDK data path (idempotent; HUGEPAGES=N pages).
 hugepages:
@@ -48,14 +74,15 @@ hugepages:
 # DPDK data-path benchmarks on hugepages: metaroce write_bw over memif
 # against the raw memif packet rate in the same run (test/memifraw).
 bench-dpdk: deps hugepages
-	MR_HUGE=1 $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) ./test/memifraw/
+	MR_HUGE=1 $(GO) test -tags dpdk -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) ./test/memifraw/
 
 fuzz:
-	./scripts/fuzz-all.sh $(FUZZTIME) $(PKGS)
+	GOFLAGS='$(strip $(GOFLAGS) $(if $(TAGS),-tags=dpdk))' ./scripts/fuzz-all.sh $(FUZZTIME) $(PKGS)
 
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt: these files need formatting:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+	$(if $(TAGS),$(GO) vet $(TAGS) ./...)
 	@v='($(patsubst v%,%,$(STATICCHECK_VERSION)))'; \
 	have() { "$(STATICCHECK)" -version 2>/dev/null | grep -qF "$$v"; }; \
 	if ! have; then \
@@ -63,7 +90,8 @@ lint:
 		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || true; \
 	fi; \
 	if have; then \
-		echo "$(STATICCHECK) ./..."; "$(STATICCHECK)" ./...; \
+		echo "CGO_ENABLED=0 $(STATICCHECK) ./..."; CGO_ENABLED=0 "$(STATICCHECK)" ./... || exit 1; \
+		if [ -n "$(TAGS)" ]; then echo "$(STATICCHECK) $(TAGS) ./..."; "$(STATICCHECK)" $(TAGS) ./... || exit 1; fi; \
 	else \
 		echo "notice: staticcheck $(STATICCHECK_VERSION) could not be installed from the module proxy; skipping it"; \
 	fi

@@ -1,3 +1,5 @@
+//go:build dpdk
+
 package dpdk
 
 /*
@@ -7,7 +9,11 @@ package dpdk
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+
+	_ "github.com/metaroce/metaroce/cgo" // the headers: a change rebuilds this package
+)
 
 // Error is a DPDK failure: the call that failed and the rte_errno (or
 // negative return) it reported.

@@ -1,3 +1,5 @@
+//go:build dpdk
+
 // Package lcore launches the C loops (cgo/mr_lcore.h) that own a port's
 // rx/tx queue on an EAL worker lcore and move mbuf bursts through
 // rte_rings to and from Go engine shards. The loop steers on the UDP
@@ -24,6 +26,7 @@ import (
 	"time"
 	"unsafe"
 
+	_ "github.com/metaroce/metaroce/cgo" // the headers: a change rebuilds this package
 	"github.com/metaroce/metaroce/dpdk"
 )
 

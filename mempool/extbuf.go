@@ -1,3 +1,5 @@
+//go:build dpdk
+
 package mempool
 
 /*
@@ -50,6 +52,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	_ "github.com/metaroce/metaroce/cgo" // the headers: a change rebuilds this package
 	"github.com/metaroce/metaroce/dpdk"
 )
 

@@ -1,3 +1,5 @@
+//go:build dpdk
+
 // Package mempool owns the memory of metaroce's DPDK data path: mbuf pools
 // (on hugepages, or anonymous memory under --no-huge, with a warning) and
 // memory regions for the protocol core's direct placement, allocated

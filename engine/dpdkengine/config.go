@@ -1,3 +1,5 @@
+//go:build dpdk
+
 // Package dpdkengine runs metaroce transport cores over DPDK ports: the
 // engine shard loop (rx burst, decode, hand the UDP payload to the core,
 // which places its data straight into registered memory; timers; tx from

@@ -1,3 +1,5 @@
+//go:build dpdk
+
 package dpdkengine
 
 // Counters are one shard's data-path counters. The shard goroutine writes

@@ -1,3 +1,5 @@
+//go:build dpdk
+
 package dpdkengine
 
 import (

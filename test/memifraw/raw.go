@@ -1,3 +1,5 @@
+//go:build dpdk
+
 // Package memifraw is the raw memif baseline the DPDK transport is
 // measured against: a sender that bursts fixed-size frames out of one port
 // as fast as the queue takes them, and a receiver that takes them off the

@@ -22,7 +22,8 @@ var (
 	bOut []byte
 )
 
-// Build returns the path of a freshly built metaroce binary.
+// Build returns the path of a freshly built metaroce binary, with the
+// build tags the tests were built with (DPDK).
 func Build(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
@@ -31,7 +32,7 @@ func Build(t testing.TB) string {
 			return
 		}
 		path = filepath.Join(dir, "metaroce")
-		cmd := exec.Command("go", "build", "-o", path, "github.com/metaroce/metaroce/cmd/metaroce")
+		cmd := exec.Command("go", append(append([]string{"build"}, buildTags...), "-o", path, "github.com/metaroce/metaroce/cmd/metaroce")...)
 		bOut, bErr = cmd.CombinedOutput()
 	})
 	if bErr != nil {

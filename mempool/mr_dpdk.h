@@ -1,1 +1,0 @@
-../cgo/mr_dpdk.h
