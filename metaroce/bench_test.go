@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // BenchmarkPacketPath measures the whole life of one data packet with a
@@ -23,7 +24,7 @@ func BenchmarkPacketPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	buf := make([]byte, a.MaxPacketLen())
-	var now mr.Time
+	var now verbs.Time
 	dataPackets := 0
 	pump := func() {
 		for {
@@ -34,14 +35,14 @@ func BenchmarkPacketPath(b *testing.B) {
 			if buf[1] == byte(mr.OpWrite) {
 				dataPackets++
 			}
-			z.Receive(now, buf[:meta.Len], mr.RxMeta{Peer: 0})
+			z.Receive(now, buf[:meta.Len], verbs.RxMeta{Peer: 0})
 		}
 		for {
 			meta, ok := z.NextPacket(now, buf)
 			if !ok {
 				break
 			}
-			a.Receive(now, buf[:meta.Len], mr.RxMeta{Peer: 1})
+			a.Receive(now, buf[:meta.Len], verbs.RxMeta{Peer: 1})
 		}
 		now += 500
 		for _, e := range []*mr.Endpoint{a, z} {
@@ -62,15 +63,15 @@ func BenchmarkPacketPath(b *testing.B) {
 		b.Fatal("no accepted connection")
 	}
 	pa, pz := a.AllocPD(), z.AllocPD()
-	cq := mr.NewCompletionQueue(64)
-	qa, _ := ca.CreateQP(0, mr.QPAttr{PD: pa, SendCQ: cq})
-	if _, err := cb.CreateQP(0, mr.QPAttr{PD: pz}); err != nil {
+	cq := verbs.NewCompletionQueue(64)
+	qa, _ := ca.CreateQP(0, verbs.QPAttr{PD: pa, SendCQ: cq})
+	if _, err := cb.CreateQP(0, verbs.QPAttr{PD: pz}); err != nil {
 		b.Fatal(err)
 	}
 	const msg = 64 << 10
 	src, _ := pa.RegisterMR(make([]byte, msg), 0)
-	dst, _ := pz.RegisterMR(make([]byte, 4*msg), mr.AccessLocalWrite|mr.AccessRemoteWrite)
-	wcs := make([]mr.WorkCompletion, 16)
+	dst, _ := pz.RegisterMR(make([]byte, 4*msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	wcs := make([]verbs.WorkCompletion, 16)
 	outstanding, id := 0, uint64(0)
 	run := func(packets int) {
 		target := dataPackets + packets
@@ -78,7 +79,7 @@ func BenchmarkPacketPath(b *testing.B) {
 			for outstanding < 4 {
 				id++
 				off := uint64(id%4) * msg
-				if err := qa.PostSend(now, mr.SendWR{ID: id, Opcode: mr.WRWrite, Local: src.SGE(0, msg),
+				if err := qa.PostSend(now, verbs.SendWR{ID: id, Opcode: verbs.WRWrite, Local: src.SGE(0, msg),
 					RemoteAddr: dst.Addr() + off, RKey: dst.RKey()}); err != nil {
 					b.Fatal(err)
 				}
@@ -87,7 +88,7 @@ func BenchmarkPacketPath(b *testing.B) {
 			pump()
 			n := cq.Poll(wcs)
 			for _, wc := range wcs[:n] {
-				if wc.Status != mr.StatusSuccess {
+				if wc.Status != verbs.StatusSuccess {
 					b.Fatal(wc.Status)
 				}
 			}

@@ -1,6 +1,10 @@
 package metaroce
 
-import "time"
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // pathCC is one path's congestion controller: a window in packets moved by
 // ECN echoes, DCTCP style. Each round (about one smoothed RTT of the path)
@@ -16,11 +20,11 @@ type pathCC struct {
 	cwnd  float64 // packets; room() uses its integer part
 	alpha float64 // smoothed marked fraction, 0..1
 
-	roundEnd    Time   // the current round ends when an ACK arrives after this
-	roundAcked  uint32 // packets acknowledged in the current round
-	roundMarked uint32 // CE echoes in the current round
-	lastMarked  Time   // last ACK that echoed a mark (0 = never)
-	hotRounds   int    // consecutive rounds with alpha > rerollAlpha
+	roundEnd    verbs.Time // the current round ends when an ACK arrives after this
+	roundAcked  uint32     // packets acknowledged in the current round
+	roundMarked uint32     // CE echoes in the current round
+	lastMarked  verbs.Time // last ACK that echoed a mark (0 = never)
+	hotRounds   int        // consecutive rounds with alpha > rerollAlpha
 
 	// loss is the recent loss rate: an average over about 32 packet fates
 	// (each retired packet counts 0, each packet found lost counts 1).
@@ -47,7 +51,7 @@ func (cc *pathCC) window() int {
 // retired, marked CE echoes newly reported. srtt is the path's smoothed RTT
 // (or the connection's, before the path has its own). It reports whether a
 // round ended, so the caller can look at alpha.
-func (cc *pathCC) onAck(cfg *Config, now Time, acked, marked int, srtt time.Duration) (roundEnded bool) {
+func (cc *pathCC) onAck(cfg *Config, now verbs.Time, acked, marked int, srtt time.Duration) (roundEnded bool) {
 	if cfg.DisableCC {
 		return false
 	}
@@ -85,7 +89,7 @@ func (cc *pathCC) onAck(cfg *Config, now Time, acked, marked int, srtt time.Dura
 
 // congested reports recent signs of congestion on the path: a CE echo
 // within the last few RTTs.
-func (cc *pathCC) congested(now Time, srtt time.Duration) bool {
+func (cc *pathCC) congested(now verbs.Time, srtt time.Duration) bool {
 	return cc.lastMarked != 0 && now.Sub(cc.lastMarked) <= 4*srtt
 }
 

@@ -3,6 +3,8 @@ package metaroce
 import (
 	"testing"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 func ccConfig() Config { return Config{}.Defaults() }
@@ -13,7 +15,7 @@ func TestPathCCAIMD(t *testing.T) {
 	cfg := ccConfig()
 	cc := pathCC{cwnd: 32}
 	rtt := 10 * time.Microsecond
-	now := Time(0)
+	now := verbs.Time(0)
 	// Every packet marked for many rounds: alpha climbs towards 1 and the
 	// window falls to MinWindow.
 	for i := 0; i < 200; i++ {
@@ -48,7 +50,7 @@ func TestPathCCAIMD(t *testing.T) {
 func TestPathCCFirstMarkIsGentle(t *testing.T) {
 	cfg := ccConfig()
 	cc := pathCC{cwnd: 64}
-	cc.onAck(&cfg, Time(time.Microsecond), 10, 10, time.Microsecond)
+	cc.onAck(&cfg, verbs.Time(time.Microsecond), 10, 10, time.Microsecond)
 	want := 64 * (1 - cfg.ECNGain/2)
 	if d := cc.cwnd - want; d < -0.5 || d > 1 {
 		t.Fatalf("cwnd %.2f after one fully marked round, want about %.2f", cc.cwnd, want)
@@ -61,7 +63,7 @@ func TestPathCCDisabled(t *testing.T) {
 	cfg.DisableCC = true
 	cc := pathCC{cwnd: 64}
 	for i := 1; i < 100; i++ {
-		cc.onAck(&cfg, Time(i*1000), 8, 8, time.Microsecond)
+		cc.onAck(&cfg, verbs.Time(i*1000), 8, 8, time.Microsecond)
 	}
 	if cc.window() != 64 {
 		t.Fatalf("window %d with DisableCC, want 64", cc.window())

@@ -3,11 +3,19 @@ package metaroce
 import (
 	"fmt"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Config holds an endpoint's protocol parameters. The zero value of a field
 // means "use the default"; Defaults documents every default and Validate
 // names the field that is out of range.
+//
+// The `key` tags name each tunable parameter, once for both front ends:
+// the profiles (metaroce.<key>) and the experiment files
+// (transport.metaroce.<key>) derive their keys from them (internal/keys).
+// A field without a tag is the program's to set (identity, the link rate
+// the backend knows, AcceptIncoming, the queue depths).
 type Config struct {
 	// Node and Incarnation identify this endpoint; a restarted endpoint must
 	// use a new Incarnation so peers can tell it from its previous life.
@@ -16,32 +24,32 @@ type Config struct {
 
 	// Paths per connection (1..256), proposed at connect time; the connection
 	// uses the smaller of both sides' values. Default 8.
-	Paths int
+	Paths int `key:"paths"`
 	// Planes the paths are spread over (1..16). Default 1.
-	Planes int
+	Planes int `key:"planes"`
 	// MTU is the payload carried per data packet (256..9000). Default 4096.
-	MTU int
+	MTU int `key:"mtu"`
 	// Streams is the largest number of streams per connection. Default 1024.
-	Streams int
+	Streams int `key:"streams"`
 	// EntropyBase is the UDP source port of path 0; path i uses
 	// EntropyBase+i. Default 49152.
-	EntropyBase Entropy
+	EntropyBase verbs.Entropy `key:"entropy_base"`
 
 	// PathWindow is the most packets a path may have in flight (1..256:
 	// the SACK bitmap covers 256 PSNs), and the window a path starts with.
 	// Congestion control (cc.go) moves each path's window between
 	// MinWindow and PathWindow. Default 64.
-	PathWindow int
+	PathWindow int `key:"path_window"`
 	// MinWindow is the smallest window ECN marks can cut a path to, in
 	// packets (1..PathWindow). Default 1.
-	MinWindow int
+	MinWindow int `key:"min_window"`
 	// ECNGain is the weight of the newest round in a path's marked fraction
 	// (DCTCP's g, (0, 1]); a marked round cuts the window by half that
 	// fraction. Default 1/16.
-	ECNGain float64
+	ECNGain float64 `key:"ecn_gain"`
 	// DisableCC turns every congestion mechanism off (fixed windows, no
 	// rate hints, no pacing): for experiments that isolate loss repair.
-	DisableCC bool
+	DisableCC bool `key:"disable_cc"`
 
 	// LinkRateBps is the rate this endpoint can receive at, all planes
 	// together, in bits per second. The receiver divides it among its
@@ -53,76 +61,76 @@ type Config struct {
 	// more senders add up to ((0, 1]), leaving headroom for framing and
 	// for packets of independent senders arriving together (a lone sender
 	// gets the whole link). Default 0.97.
-	HintUtilization float64
+	HintUtilization float64 `key:"hint_utilization"`
 	// HintInterval is the shortest interval over which the receiver
 	// measures each sender's rate (it is stretched so that a sender at its
 	// fair share sends at least 4 packets in it). Default 16µs.
-	HintInterval time.Duration
+	HintInterval time.Duration `key:"hint_interval"`
 	// InflightRTTs caps the bytes a connection has in flight at this many
 	// times its rate hint × (its smoothed RTT, at most 4 × its smallest,
 	// + AckDelay) (at least one packet), so that a burst already in the
 	// fabric drains before new packets join it. Above 1 it leaves room for
 	// losses not yet detected (they still count as in flight). Default 4.
-	InflightRTTs float64
+	InflightRTTs float64 `key:"inflight_rtts"`
 	// InitialInflight is how many packets a connection may have in flight
 	// before its first ACK (with the receiver's first rate hint) arrives.
 	// N senders starting together put N·InitialInflight packets in the
 	// receiver's queue before anyone has heard from it; 1 keeps a 32:1
 	// incast within one BDP and costs a new connection one RTT on its
 	// first multi-packet message. Default 1.
-	InitialInflight int
+	InitialInflight int `key:"initial_inflight"`
 	// AckEvery: acknowledge a path after this many packets. Default 8.
-	AckEvery int
+	AckEvery int `key:"ack_every"`
 	// AckDelay: acknowledge at the latest this long after the first
 	// unacknowledged packet (a receiver with an empty queue holds the ACKs
 	// of a sender with a small share up to 4 × AckDelay: fairShare.ackHold).
 	// Default 5µs.
-	AckDelay time.Duration
+	AckDelay time.Duration `key:"ack_delay"`
 
 	// InitialRTO is the tail-loss timeout before any RTT sample. Default 1ms.
-	InitialRTO time.Duration
+	InitialRTO time.Duration `key:"initial_rto"`
 	// MinRTO and MaxRTO bound the tail-loss timeout. Defaults 50µs, 100ms.
-	MinRTO time.Duration
-	MaxRTO time.Duration
+	MinRTO time.Duration `key:"min_rto"`
+	MaxRTO time.Duration `key:"max_rto"`
 	// PathFailAfter: consecutive tail-loss timeouts without progress before
 	// a congested path (one that saw ECN marks or rising RTT lately) is
 	// judged failed and its packets move to other paths. A path with no
 	// sign of congestion whose ACKs stall is judged failed at its first
 	// timeout (health.go). Default 3.
-	PathFailAfter int
+	PathFailAfter int `key:"path_fail_after"`
 	// PathReprobe is the first back-off before a failed path is probed
 	// again; it doubles, up to MaxRTO*4, while the path keeps failing
 	// soon after it is restored. Default 200µs.
-	PathReprobe time.Duration
+	PathReprobe time.Duration `key:"path_reprobe"`
 	// PathLossFail: a path whose recent loss rate (an average over about
 	// 32 packets) exceeds this fraction and three times its siblings'
 	// average is judged failed, as long as another path is healthy
 	// ((0, 1]). Default 0.4.
-	PathLossFail float64
+	PathLossFail float64 `key:"path_loss_fail"`
 	// RerollRounds: a path whose marked fraction stays above 0.5 (and
 	// four times its siblings' average) for this many rounds in a row takes
 	// a new entropy (UDP source port), hoping for an uncongested route; its
 	// sequence space restarts. 0 takes the default, 8; -1 disables.
-	RerollRounds int
+	RerollRounds int `key:"reroll_rounds"`
 
 	// RNRRetries: how often a SEND is retried after receiver-not-ready
 	// before it fails (7 = as ibv's maximum finite count). Default 7.
-	RNRRetries int
+	RNRRetries int `key:"rnr_retries"`
 	// RNRBackoff is the first RNR back-off; it doubles on every retry.
 	// Default 100µs.
-	RNRBackoff time.Duration
+	RNRBackoff time.Duration `key:"rnr_backoff"`
 
 	// KeepaliveInterval: send a keepalive when nothing arrived for this
 	// long. Default 10ms.
-	KeepaliveInterval time.Duration
+	KeepaliveInterval time.Duration `key:"keepalive_interval"`
 	// PeerDeadTimeout: declare the peer dead when nothing arrived for this
 	// long; its work requests complete with errors. Default 200ms.
-	PeerDeadTimeout time.Duration
+	PeerDeadTimeout time.Duration `key:"peer_dead_timeout"`
 	// ConnectRetry is the interval between CONNECT (and CLOSE) attempts.
 	// Default 1ms.
-	ConnectRetry time.Duration
+	ConnectRetry time.Duration `key:"connect_retry"`
 	// ConnectRetries: attempts before Connect fails. Default 20.
-	ConnectRetries int
+	ConnectRetries int `key:"connect_retries"`
 
 	// AcceptIncoming makes the endpoint accept CONNECT requests.
 	AcceptIncoming bool

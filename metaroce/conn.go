@@ -1,9 +1,11 @@
 package metaroce
 
 import (
-	"github.com/metaroce/metaroce/internal/queue"
 	"sort"
 	"time"
+
+	"github.com/metaroce/metaroce/internal/queue"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 type connState uint8
@@ -28,7 +30,7 @@ type ctrlPkt struct {
 
 // resendRef names a slot queued for resend.
 type resendRef struct {
-	path PathID
+	path verbs.PathID
 	gen  uint16
 	psn  PSN
 }
@@ -58,12 +60,12 @@ type Conn struct {
 	ep       *Endpoint
 	local    ConnID
 	remote   ConnID
-	peer     PeerHandle
+	peer     verbs.PeerHandle
 	peerNode NodeID
 	peerInc  Incarnation
 	state    connState
 	outbound bool
-	failure  Status // why the connection failed
+	failure  verbs.Status // why the connection failed
 
 	paths, mtu, streams, planes int
 
@@ -78,7 +80,7 @@ type Conn struct {
 
 	resend  queue.Ring[resendRef]
 	moved   queue.Ring[movedPkt]
-	ackList queue.Ring[PathID]
+	ackList queue.Ring[verbs.PathID]
 	ctrl    queue.Ring[ctrlPkt]
 
 	msgPool []*txMsg
@@ -93,12 +95,12 @@ type Conn struct {
 	share      rxShare       // this connection as a sender to us (ratehint.go)
 	rerolls    uint16        // entropies taken so far by re-rolls (health.go)
 	ctrlRR     int           // rotation of control packets over paths
-	acceptPath PathID        // path the CONNECT came by (ACCEPT answers on it)
+	acceptPath verbs.PathID  // path the CONNECT came by (ACCEPT answers on it)
 
-	lastRx        Time
-	lastKeepalive Time
-	retryAt       Time // next CONNECT or CLOSE attempt
-	connectSentAt Time // the last CONNECT or ACCEPT sent: the answer gives a first RTT sample
+	lastRx        verbs.Time
+	lastKeepalive verbs.Time
+	retryAt       verbs.Time // next CONNECT or CLOSE attempt
+	connectSentAt verbs.Time // the last CONNECT or ACCEPT sent: the answer gives a first RTT sample
 	tries         int
 
 	timer   queue.Timer // deadline and position in Endpoint.timers
@@ -114,7 +116,7 @@ func (c *Conn) LocalID() ConnID { return c.local }
 func (c *Conn) RemoteID() ConnID { return c.remote }
 
 // Peer is the backend's handle of the remote endpoint.
-func (c *Conn) Peer() PeerHandle { return c.peer }
+func (c *Conn) Peer() verbs.PeerHandle { return c.peer }
 
 // PeerNode is the remote endpoint's node id (0 until established).
 func (c *Conn) PeerNode() NodeID { return c.peerNode }
@@ -126,7 +128,7 @@ func (c *Conn) Established() bool { return c.state == connEstablished }
 func (c *Conn) State() string { return c.state.String() }
 
 // Failure is why the connection failed (StatusSuccess while it has not).
-func (c *Conn) Failure() Status { return c.failure }
+func (c *Conn) Failure() verbs.Status { return c.failure }
 
 // NumPaths is the negotiated number of paths (0 until established).
 func (c *Conn) NumPaths() int { return len(c.tx) }
@@ -138,20 +140,20 @@ func (c *Conn) MTU() int { return c.mtu }
 func (c *Conn) Counters() *ConnCounters { return &c.c }
 
 // PathCounters returns path i's counters (owner goroutine only).
-func (c *Conn) PathCounters(i PathID) *PathCounters { return &c.tx[i].c }
+func (c *Conn) PathCounters(i verbs.PathID) *PathCounters { return &c.tx[i].c }
 
 // PathSRTT returns path i's smoothed RTT (0 before the first sample).
-func (c *Conn) PathSRTT(i PathID) time.Duration { return c.tx[i].srtt }
+func (c *Conn) PathSRTT(i verbs.PathID) time.Duration { return c.tx[i].srtt }
 
 // PathWindow returns path i's congestion window in packets.
-func (c *Conn) PathWindow(i PathID) int { return c.tx[i].cc.window() }
+func (c *Conn) PathWindow(i verbs.PathID) int { return c.tx[i].cc.window() }
 
 // PathMarkedFraction returns path i's smoothed fraction of CE-marked
 // packets (0..1).
-func (c *Conn) PathMarkedFraction(i PathID) float64 { return c.tx[i].cc.alpha }
+func (c *Conn) PathMarkedFraction(i verbs.PathID) float64 { return c.tx[i].cc.alpha }
 
 // PathEntropy returns path i's current entropy (UDP source port).
-func (c *Conn) PathEntropy(i PathID) Entropy { return c.tx[i].entropy }
+func (c *Conn) PathEntropy(i verbs.PathID) verbs.Entropy { return c.tx[i].entropy }
 
 // RateHintBps is the rate the peer last asked this side to send at, in
 // bits/s (0 = no hint: not paced).
@@ -162,18 +164,18 @@ func (c *Conn) RateHintBps() float64 { return c.limit.hintBps }
 func (c *Conn) Inflight() int { return c.limit.inflight }
 
 // PathFailed reports whether path i is currently judged failed.
-func (c *Conn) PathFailed(i PathID) bool { return c.tx[i].failed }
+func (c *Conn) PathFailed(i verbs.PathID) bool { return c.tx[i].failed }
 
 // CreateQP opens stream id on this connection. The peer must open the same
 // stream id for SENDs to find receives and for WRITEs and READs to be
 // checked against a protection domain; until it does, they are answered
 // receiver-not-ready and retried.
-func (c *Conn) CreateQP(id StreamID, attr QPAttr) (*QueuePair, error) {
+func (c *Conn) CreateQP(id StreamID, attr verbs.QPAttr) (*QueuePair, error) {
 	if c.state >= connClosing {
 		return nil, ErrNotUsable
 	}
-	if attr.PD == nil || attr.PD.ep != c.ep {
-		return nil, ErrBadAccess
+	if !c.ep.regions.Owns(attr.PD) {
+		return nil, verbs.ErrBadAccess
 	}
 	if limit := c.ep.cfg.Streams; int(id) >= limit || (c.streams > 0 && int(id) >= c.streams) {
 		// Beyond our own limit, or beyond what the peer agreed to.
@@ -182,7 +184,8 @@ func (c *Conn) CreateQP(id StreamID, attr QPAttr) (*QueuePair, error) {
 	if _, ok := c.qps[id]; ok {
 		return nil, ErrStreamInUse
 	}
-	q := &QueuePair{conn: c, id: id, pd: attr.PD, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ}
+	c.ep.nextQPN++
+	q := &QueuePair{conn: c, id: id, qpn: c.ep.nextQPN, pd: attr.PD, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ}
 	c.qps[id] = q
 	// Keep qpOrder sorted by stream id: whatever walks every stream (flushes,
 	// activation) does so in the same order on every run.
@@ -199,12 +202,12 @@ func (c *Conn) QP(id StreamID) *QueuePair { return c.qps[id] }
 // Close flushes every outstanding work request and closes the connection
 // in-band. The connection is removed once the peer acknowledges, or after
 // ConnectRetries attempts.
-func (c *Conn) Close(now Time) {
+func (c *Conn) Close(now verbs.Time) {
 	if c.state >= connClosing {
 		return
 	}
 	wasUp := c.state == connEstablished
-	c.abort(StatusFlushed, StatusFlushed)
+	c.abort(verbs.StatusFlushed, verbs.StatusFlushed)
 	if !wasUp {
 		c.finish(connClosed)
 		return
@@ -216,7 +219,7 @@ func (c *Conn) Close(now Time) {
 }
 
 // establish sets up paths with the negotiated parameters.
-func (c *Conn) establish(now Time, b *ConnectBody) {
+func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 	cfg := &c.ep.cfg
 	c.paths = min(int(b.Paths), cfg.Paths)
 	c.mtu = min(int(b.MTU), cfg.MTU)
@@ -229,9 +232,9 @@ func (c *Conn) establish(now Time, b *ConnectBody) {
 	span := 65536 - int(cfg.EntropyBase)
 	first := int(c.local-1) * c.paths
 	for i := range c.tx {
-		entropy := cfg.EntropyBase + Entropy((first+i)%span)
-		c.tx[i] = newTxPath(PathID(i), entropy, PlaneID(i%c.planes), cfg.PathWindow)
-		c.rx[i] = rxPath{ackDue: Never, c: &c.tx[i].c}
+		entropy := cfg.EntropyBase + verbs.Entropy((first+i)%span)
+		c.tx[i] = newTxPath(verbs.PathID(i), entropy, verbs.PlaneID(i%c.planes), cfg.PathWindow)
+		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c}
 	}
 	c.picker.reset(c.paths)
 	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,
@@ -262,7 +265,7 @@ func (c *Conn) sizeMsg(m *txMsg) {
 // abort completes every outstanding work request: messages already on the
 // wire with inFlight, the others (and every receive) with Flushed, and
 // releases everything the connection holds.
-func (c *Conn) abort(inFlight, notStarted Status) {
+func (c *Conn) abort(inFlight, notStarted verbs.Status) {
 	for _, q := range c.qpOrder {
 		for i := 0; i < q.sq.Len(); i++ {
 			m := *q.sq.At(i)
@@ -281,7 +284,7 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 		for i := 0; i < q.rq.Len(); i++ {
 			s := q.rq.At(i)
 			if !s.done {
-				s.done, s.status = true, StatusFlushed
+				s.done, s.status = true, verbs.StatusFlushed
 			}
 		}
 		q.completeRecvs()
@@ -309,12 +312,12 @@ func (c *Conn) abort(inFlight, notStarted Status) {
 }
 
 // fail tears the connection down after the peer died, restarted or reset it.
-func (c *Conn) fail(status Status) {
+func (c *Conn) fail(status verbs.Status) {
 	if c.state >= connClosed {
 		return
 	}
 	c.failure = status
-	c.abort(status, StatusFlushed)
+	c.abort(status, verbs.StatusFlushed)
 	c.finish(connFailed)
 }
 
@@ -349,10 +352,7 @@ func (c *Conn) releaseMsg(m *txMsg) {
 	if !m.completed || m.outstanding > 0 {
 		return
 	}
-	if m.mr != nil {
-		m.mr.refs--
-		m.mr = nil
-	}
+	m.mr = nil
 	m.local, m.qp = nil, nil
 	m.completed = false
 	c.msgPool = append(c.msgPool, m)
@@ -368,10 +368,7 @@ func (c *Conn) newJob() *readJob {
 }
 
 func (c *Conn) releaseJobRefs(j *readJob) {
-	if j.mr != nil {
-		j.mr.refs--
-		j.mr = nil
-	}
+	j.mr = nil
 }
 
 // maybeReleaseJob frees a READ response once every packet is built and
@@ -386,12 +383,12 @@ func (c *Conn) maybeReleaseJob(j *readJob) {
 }
 
 // rememberError records how a receive-consuming message failed.
-func (c *Conn) rememberError(stream StreamID, recvSeq MsgSeq, st Status) {
+func (c *Conn) rememberError(stream StreamID, recvSeq MsgSeq, st verbs.Status) {
 	c.errHist[c.errNext] = errorRecord{stream: stream, recvSeq: recvSeq, status: st, valid: true}
 	c.errNext = (c.errNext + 1) % errorHistoryLen
 }
 
-func (c *Conn) lookupError(stream StreamID, recvSeq MsgSeq) (Status, bool) {
+func (c *Conn) lookupError(stream StreamID, recvSeq MsgSeq) (verbs.Status, bool) {
 	for i := range c.errHist {
 		e := &c.errHist[i]
 		if e.valid && e.stream == stream && e.recvSeq == recvSeq {
@@ -409,11 +406,11 @@ func (c *Conn) queueCtrl(p ctrlPkt) {
 }
 
 // queueAck schedules an ACK for path i.
-func (c *Conn) queueAck(now Time, i PathID, immediate bool) {
+func (c *Conn) queueAck(now verbs.Time, i verbs.PathID, immediate bool) {
 	r := &c.rx[i]
 	if immediate || r.unacked >= c.ep.cfg.AckEvery {
 		r.ackNow = true
-	} else if r.ackDue == Never {
+	} else if r.ackDue == verbs.Never {
 		r.ackDue = now.Add(c.ep.share.ackHold(&c.ep.cfg, c, now))
 	}
 	if !r.queued {
@@ -425,9 +422,9 @@ func (c *Conn) queueAck(now Time, i PathID, immediate bool) {
 // computeDeadline returns the earliest time the connection needs OnTimer.
 // Work that NextPacket can do at once (a due ACK, a stream whose back-off
 // ended) is not a deadline: the connection is marked ready instead.
-func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
-	d = Never
-	at := func(t Time) {
+func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
+	d = verbs.Never
+	at := func(t verbs.Time) {
 		if t < d {
 			d = t
 		}
@@ -439,7 +436,7 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 		return d, c.ctrl.Len() > 0
 	case connEstablished:
 	default:
-		return Never, false
+		return verbs.Never, false
 	}
 	ready = c.ctrl.Len() > 0
 	if c.resend.Len() > 0 || c.moved.Len() > 0 {
@@ -493,7 +490,7 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 }
 
 // onTimer runs the connection's timers.
-func (c *Conn) onTimer(now Time) {
+func (c *Conn) onTimer(now verbs.Time) {
 	cfg := &c.ep.cfg
 	switch c.state {
 	case connConnecting, connClosing:
@@ -505,7 +502,7 @@ func (c *Conn) onTimer(now Time) {
 			if c.state == connClosing {
 				c.finish(connClosed)
 			} else {
-				c.fail(StatusRetryExceeded)
+				c.fail(verbs.StatusRetryExceeded)
 			}
 			return
 		}
@@ -521,7 +518,7 @@ func (c *Conn) onTimer(now Time) {
 		return
 	}
 	if now.Sub(c.lastRx) >= cfg.PeerDeadTimeout {
-		c.fail(StatusRetryExceeded)
+		c.fail(verbs.StatusRetryExceeded)
 		return
 	}
 	if now.Sub(c.lastRx) >= cfg.KeepaliveInterval && now.Sub(c.lastKeepalive) >= cfg.KeepaliveInterval {
@@ -542,7 +539,7 @@ func (c *Conn) onTimer(now Time) {
 
 // checkFailed finishes a message that failed once nothing refers to it.
 func (c *Conn) checkFailed(m *txMsg) {
-	if !m.finished && m.status != StatusSuccess && m.outstanding == 0 {
+	if !m.finished && m.status != verbs.StatusSuccess && m.outstanding == 0 {
 		m.finished = true
 		m.qp.completeSends()
 	}
@@ -550,8 +547,8 @@ func (c *Conn) checkFailed(m *txMsg) {
 
 // failMsg records a message's failure; it finishes once its outstanding
 // packets are settled.
-func (c *Conn) failMsg(m *txMsg, st Status) {
-	if m.finished || m.status != StatusSuccess {
+func (c *Conn) failMsg(m *txMsg, st verbs.Status) {
+	if m.finished || m.status != verbs.StatusSuccess {
 		return
 	}
 	m.status = st
@@ -568,10 +565,10 @@ func (c *Conn) breakStream(q *QueuePair) {
 	q.broken = true
 	for i := 0; i < q.sq.Len(); i++ {
 		m := *q.sq.At(i)
-		if m.finished || m.status != StatusSuccess {
+		if m.finished || m.status != verbs.StatusSuccess {
 			continue
 		}
-		m.status, m.segDone = StatusFlushed, true
+		m.status, m.segDone = verbs.StatusFlushed, true
 		m.finished = m.outstanding == 0
 	}
 	q.completeSends()
@@ -579,7 +576,7 @@ func (c *Conn) breakStream(q *QueuePair) {
 
 // checkDone finishes a message that has fully succeeded.
 func (c *Conn) checkDone(m *txMsg) {
-	if m.finished || m.status != StatusSuccess {
+	if m.finished || m.status != verbs.StatusSuccess {
 		return
 	}
 	if m.op == OpReadReq {

@@ -1,13 +1,10 @@
 package metaroce
 
-import "math/bits"
+import (
+	"math/bits"
 
-// RxMeta describes how a packet arrived.
-type RxMeta struct {
-	Peer  PeerHandle // the backend's name for the sender
-	Plane PlaneID    // port / plane it arrived on
-	CE    bool       // the IP header carried ECN Congestion Experienced
-}
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // verdict is what the receiver did with a sequenced packet.
 type verdict uint8
@@ -20,7 +17,7 @@ const (
 
 // receive handles a packet whose CRC and header checked out and whose
 // dst_conn named c. body is everything after the header, without the CRC.
-func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
+func (c *Conn) receive(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) {
 	if h.Opcode == OpReset {
 		// A RESET names, as its source, the connection id it did not know:
 		// our peer's id (or 0 for a refused CONNECT). Anything else is not
@@ -30,7 +27,7 @@ func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
 			want = 0
 		}
 		if rx.Peer == c.peer && h.SrcConn == want && c.state < connClosed {
-			c.fail(StatusRetryExceeded)
+			c.fail(verbs.StatusRetryExceeded)
 		} else {
 			c.c.StalePackets++
 		}
@@ -84,7 +81,7 @@ func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
 		c.queueCtrl(ctrlPkt{op: OpAck})
 	case OpClose:
 		c.ep.reply(c.peer, OpCloseAck, c.remote, c.local)
-		c.abort(StatusFlushed, StatusFlushed)
+		c.abort(verbs.StatusFlushed, verbs.StatusFlushed)
 		c.finish(connClosed)
 	case OpAccept, OpCloseAck:
 		// A duplicate ACCEPT, or a CLOSE_ACK we did not ask for.
@@ -96,7 +93,7 @@ func (c *Conn) receive(now Time, h *Header, body []byte, rx RxMeta) {
 }
 
 // onAccept completes an outgoing connection.
-func (c *Conn) onAccept(now Time, h *Header, body []byte) {
+func (c *Conn) onAccept(now verbs.Time, h *Header, body []byte) {
 	var b ConnectBody
 	if err := b.Decode(body); err != nil || h.SrcConn == 0 {
 		c.c.Malformed++
@@ -122,7 +119,7 @@ func (c *Conn) onAccept(now Time, h *Header, body []byte) {
 	}
 }
 
-func (c *Conn) onAck(now Time, body []byte) {
+func (c *Conn) onAck(now verbs.Time, body []byte) {
 	n, err := DecodeAckPrefix(body)
 	if err != nil {
 		c.c.Malformed++
@@ -142,7 +139,7 @@ func (c *Conn) onAck(now Time, body []byte) {
 // onAckBlock retires what one path's ACK block acknowledges and resends,
 // at once and on the same path, every packet that a later-sent packet
 // overtook: within one path the fabric keeps order, so that packet is lost.
-func (c *Conn) onAckBlock(now Time, b *AckBlock) {
+func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 	if int(b.Path) >= len(c.tx) {
 		c.c.Malformed++
 		return
@@ -235,7 +232,7 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	case slotData:
 		m := s.msg
 		m.outstanding--
-		if !s.nop && s.attempt == m.attempt && m.status == StatusSuccess && !m.finished {
+		if !s.nop && s.attempt == m.attempt && m.status == verbs.StatusSuccess && !m.finished {
 			m.ackedChunks++
 			c.checkDone(m)
 		} else {
@@ -260,7 +257,7 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 // onNak acts on a refused packet: the message fails, or (receiver not
 // ready) restarts after a back-off. Either way the refused PSN is filled
 // with a NOP so the path's sequence moves on.
-func (c *Conn) onNak(now Time, body []byte) {
+func (c *Conn) onNak(now verbs.Time, body []byte) {
 	var n NakBody
 	if err := n.Decode(body); err != nil || int(n.Path) >= len(c.tx) {
 		c.c.Malformed++
@@ -280,8 +277,8 @@ func (c *Conn) onNak(now Time, body []byte) {
 		c.c.Malformed++
 		return
 	}
-	if !s.nop && s.attempt == m.attempt && !m.finished && m.status == StatusSuccess {
-		if n.Status == StatusReceiverNotReady {
+	if !s.nop && s.attempt == m.attempt && !m.finished && m.status == verbs.StatusSuccess {
+		if n.Status == verbs.StatusReceiverNotReady {
 			c.restartAfterRNR(now, m, n.RNRWait)
 		} else {
 			c.failMsg(m, n.Status)
@@ -296,11 +293,11 @@ func (c *Conn) onNak(now Time, body []byte) {
 
 // restartAfterRNR sends message m again from its start after a back-off,
 // or fails it when the retries are used up.
-func (c *Conn) restartAfterRNR(now Time, m *txMsg, hint uint32) {
+func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 	cfg := &c.ep.cfg
 	m.rnrTries++
 	if m.rnrTries > cfg.RNRRetries {
-		c.failMsg(m, StatusRNRRetryExceeded)
+		c.failMsg(m, verbs.StatusRNRRetryExceeded)
 		c.breakStream(m.qp)
 		return
 	}
@@ -309,7 +306,7 @@ func (c *Conn) restartAfterRNR(now Time, m *txMsg, hint uint32) {
 	m.segOff, m.segDone, m.ackedChunks = 0, false, 0
 	// The back-off doubles per retry, up to 2^16 times the first one.
 	wait := cfg.RNRBackoff << min(m.rnrTries-1, 16)
-	if h := Time(hint); h > Time(wait) {
+	if h := verbs.Time(hint); h > verbs.Time(wait) {
 		wait = h.Sub(0)
 	}
 	q := m.qp
@@ -323,7 +320,7 @@ func (c *Conn) restartAfterRNR(now Time, m *txMsg, hint uint32) {
 
 // onSequenced runs a sequenced packet through its path's scoreboard and,
 // if it is new, places it.
-func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
+func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) {
 	if int(h.Path) >= len(c.rx) {
 		c.c.Malformed++
 		return
@@ -379,13 +376,13 @@ func (c *Conn) onSequenced(now Time, h *Header, body []byte, rx RxMeta) {
 }
 
 // nak queues a refusal of the packet h.
-func (c *Conn) nak(h *Header, m *MsgHeader, st Status) verdict {
+func (c *Conn) nak(h *Header, m *MsgHeader, st verbs.Status) verdict {
 	switch st {
-	case StatusRemoteAccessError:
+	case verbs.StatusRemoteAccessError:
 		c.c.AccessViolations++
-	case StatusLocalLengthError:
+	case verbs.StatusLocalLengthError:
 		c.c.LengthErrors++
-	case StatusReceiverNotReady:
+	case verbs.StatusReceiverNotReady:
 		c.c.RNRNaksSent++
 	}
 	c.queueCtrl(ctrlPkt{op: OpNak, nak: NakBody{Path: h.Path, PathGen: h.PathGen, PSN: h.PSN,
@@ -395,7 +392,7 @@ func (c *Conn) nak(h *Header, m *MsgHeader, st Status) verdict {
 
 // place validates a message packet against the receiver's state and, only
 // if every check passes, copies its payload to its final address.
-func (c *Conn) place(now Time, h *Header, body []byte) verdict {
+func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 	var m MsgHeader
 	if err := m.Decode(body); err != nil {
 		return dropped
@@ -405,12 +402,15 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		return dropped
 	}
 	q := c.qps[m.Stream]
+	if q != nil && q.destroyed {
+		q = nil // Destroy: the stream is closed at this end
+	}
 	if h.Opcode == OpReadResp {
 		return c.placeReadResp(q, &m, payload)
 	}
 	if q == nil {
 		// The peer has not opened this stream yet: retry later.
-		return c.nak(h, &m, StatusReceiverNotReady)
+		return c.nak(h, &m, verbs.StatusReceiverNotReady)
 	}
 	switch h.Opcode {
 	case OpWrite, OpWriteImm:
@@ -425,17 +425,17 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		}
 		chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
 		if !ok {
-			return c.refuseRecv(h, &m, q, slot, WCRecvWriteImm, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecvWriteImm, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
 		start := m.RemoteAddr - uint64(m.Offset)
-		mr := c.ep.regions.checkRemote(q.pd, m.RKey, start, uint64(m.MsgLen), AccessRemoteWrite)
-		if start > m.RemoteAddr || mr == nil {
-			return c.refuseRecv(h, &m, q, slot, WCRecvWriteImm, StatusRemoteAccessError, StatusLocalAccessError)
+		mr, _, ok := c.ep.regions.CheckRemote(q.pd, m.RKey, start, uint64(m.MsgLen), verbs.AccessRemoteWrite)
+		if start > m.RemoteAddr || !ok {
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecvWriteImm, verbs.StatusRemoteAccessError, verbs.StatusLocalAccessError)
 		}
-		if slot != nil && !c.startRecv(slot, h, &m, WCRecvWriteImm) {
-			return c.refuseRecv(h, &m, q, slot, WCRecvWriteImm, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+		if slot != nil && !c.startRecv(slot, h, &m, verbs.WCRecvWriteImm) {
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecvWriteImm, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
-		dst, _ := mr.span(m.RemoteAddr, uint64(len(payload)))
+		dst, _ := mr.Span(m.RemoteAddr, uint64(len(payload)))
 		copy(dst, payload)
 		c.c.PayloadPlaced += uint64(len(payload))
 		if slot != nil {
@@ -448,30 +448,30 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 		}
 		chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
 		if !ok {
-			return c.refuseRecv(h, &m, q, slot, WCRecv, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecv, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
 		if !slot.started && m.MsgLen > uint32(len(slot.buf)) {
-			return c.refuseRecv(h, &m, q, slot, WCRecv, StatusLocalLengthError, StatusLocalLengthError)
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecv, verbs.StatusLocalLengthError, verbs.StatusLocalLengthError)
 		}
-		if !c.startRecv(slot, h, &m, WCRecv) {
-			return c.refuseRecv(h, &m, q, slot, WCRecv, StatusRemoteInvalidReq, StatusRemoteInvalidReq)
+		if !c.startRecv(slot, h, &m, verbs.WCRecv) {
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecv, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
-		copy(slot.buf[m.Offset:], payload)
-		c.c.PayloadPlaced += uint64(len(payload))
+		if slot.mr.Placeable() { // else deregistered: the receive fails (verbs.MemoryRegion.Deregister)
+			copy(slot.buf[m.Offset:], payload)
+			c.c.PayloadPlaced += uint64(len(payload))
+		}
 		c.recvChunk(q, slot, chunk)
 	case OpReadReq:
-		mr := c.ep.regions.checkRemote(q.pd, m.RKey, m.RemoteAddr, uint64(m.MsgLen), AccessRemoteRead)
-		if mr == nil {
-			return c.nak(h, &m, StatusRemoteAccessError)
+		mr, src, ok := c.ep.regions.CheckRemote(q.pd, m.RKey, m.RemoteAddr, uint64(m.MsgLen), verbs.AccessRemoteRead)
+		if !ok {
+			return c.nak(h, &m, verbs.StatusRemoteAccessError)
 		}
 		if c.jobs.Len() >= maxReadJobs {
 			// Like a NIC's responder resources: ask the requester to retry.
-			return c.nak(h, &m, StatusReceiverNotReady)
+			return c.nak(h, &m, verbs.StatusReceiverNotReady)
 		}
-		src, _ := mr.span(m.RemoteAddr, uint64(m.MsgLen))
 		j := c.newJob()
 		*j = readJob{stream: m.Stream, seq: m.MsgSeq, mr: mr, src: src, nChunks: chunksFor(m.MsgLen, c.mtu)}
-		mr.refs++
 		c.jobs.Push(j)
 	default:
 		return dropped
@@ -483,7 +483,7 @@ func (c *Conn) place(now Time, h *Header, body []byte) verdict {
 // receive, completes that receive with local status local: the receive is
 // consumed either way, so the stream's later receives stay aligned, and a
 // late copy of the packet gets the same NAK.
-func (c *Conn) refuseRecv(h *Header, m *MsgHeader, q *QueuePair, slot *recvSlot, op WCOpcode, wire, local Status) verdict {
+func (c *Conn) refuseRecv(h *Header, m *MsgHeader, q *QueuePair, slot *recvSlot, op verbs.WCOpcode, wire, local verbs.Status) verdict {
 	if slot != nil {
 		if !slot.started {
 			slot.started, slot.opcode = true, op
@@ -508,11 +508,11 @@ func (c *Conn) claimRecv(h *Header, m *MsgHeader, q *QueuePair) (*recvSlot, verd
 		return nil, accepted
 	}
 	if int(d) >= q.rq.Len() {
-		return nil, c.nak(h, m, StatusReceiverNotReady)
+		return nil, c.nak(h, m, verbs.StatusReceiverNotReady)
 	}
 	s := q.rq.At(int(d))
 	if s.done {
-		if s.status != StatusSuccess {
+		if s.status != verbs.StatusSuccess {
 			return nil, c.nak(h, m, s.wire)
 		}
 		return nil, accepted
@@ -523,7 +523,7 @@ func (c *Conn) claimRecv(h *Header, m *MsgHeader, q *QueuePair) (*recvSlot, verd
 // startRecv binds a receive to the message of its first packet, once every
 // check has passed, or checks that a later packet describes the same
 // message.
-func (c *Conn) startRecv(s *recvSlot, h *Header, m *MsgHeader, op WCOpcode) bool {
+func (c *Conn) startRecv(s *recvSlot, h *Header, m *MsgHeader, op verbs.WCOpcode) bool {
 	if s.started {
 		return s.msgLen == m.MsgLen && s.opcode == op
 	}
@@ -537,7 +537,7 @@ func (c *Conn) startRecv(s *recvSlot, h *Header, m *MsgHeader, op WCOpcode) bool
 // recvChunk counts a placed chunk of a receive and completes it when whole.
 func (c *Conn) recvChunk(q *QueuePair, s *recvSlot, chunk int) {
 	if s.placed.add(chunk) && s.placed.full() {
-		s.done, s.status = true, StatusSuccess
+		s.done, s.status = true, verbs.StatusSuccess
 		q.completeRecvs()
 	}
 }
@@ -555,7 +555,7 @@ func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict
 	if msg.op != OpReadReq {
 		return dropped
 	}
-	if msg.finished || msg.status != StatusSuccess {
+	if msg.finished || msg.status != verbs.StatusSuccess {
 		return accepted
 	}
 	if m.MsgLen != msg.length {
@@ -566,8 +566,10 @@ func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict
 		return dropped
 	}
 	if msg.placed.add(chunk) {
-		copy(msg.local[m.Offset:], payload)
-		c.c.PayloadPlaced += uint64(len(payload))
+		if msg.mr.Placeable() { // else deregistered: the READ fails (verbs.MemoryRegion.Deregister)
+			copy(msg.local[m.Offset:], payload)
+			c.c.PayloadPlaced += uint64(len(payload))
+		}
 		c.checkDone(msg)
 	}
 	return accepted

@@ -1,33 +1,22 @@
 package metaroce
 
-// TxMeta describes a packet NextPacket produced: where the backend sends it.
-type TxMeta struct {
-	Len     int        // bytes written to the caller's buffer
-	Peer    PeerHandle // destination endpoint
-	Path    PathID
-	Entropy Entropy // UDP source port to use
-	Plane   PlaneID // NIC port / fabric plane to send on
-	// ECT asks the backend to send the packet ECN-capable, codepoint
-	// ECT(0), so switches mark it instead of dropping it. Every packet of
-	// this transport sets it; the field exists for transports that differ.
-	ECT bool
-}
+import "github.com/metaroce/metaroce/verbs"
 
 // produce writes the connection's next packet into buf, if it has one:
 // control packets first, then ACKs, resends, packets moved off failed paths
 // and finally new data.
-func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
+func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if c.ctrl.Len() > 0 {
 		return c.buildCtrl(now, buf, c.ctrl.Pop())
 	}
 	if c.state != connEstablished {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	if c.ackList.Len() > 0 && c.ackDueNow(now) {
 		return c.buildAck(now, buf)
 	}
 	if c.limit.paced(now) {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	for c.resend.Len() > 0 {
 		r := c.resend.Pop()
@@ -51,7 +40,7 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 }
 
 // ackDueNow reports whether some path's ACK must go out now.
-func (c *Conn) ackDueNow(now Time) bool {
+func (c *Conn) ackDueNow(now verbs.Time) bool {
 	for i := 0; i < c.ackList.Len(); i++ {
 		r := &c.rx[*c.ackList.At(i)]
 		if r.ackNow || r.ackDue <= now {
@@ -61,7 +50,7 @@ func (c *Conn) ackDueNow(now Time) bool {
 	return false
 }
 
-func (c *Conn) header(op Opcode, path PathID, now Time) Header {
+func (c *Conn) header(op Opcode, path verbs.PathID, now verbs.Time) Header {
 	h := Header{Opcode: op, DstConn: c.remote, SrcConn: c.local,
 		Incarnation: c.ep.cfg.Incarnation, Path: path, Timestamp: now}
 	if int(path) < len(c.tx) {
@@ -70,8 +59,8 @@ func (c *Conn) header(op Opcode, path PathID, now Time) Header {
 	return h
 }
 
-func (c *Conn) meta(n int, path PathID) TxMeta {
-	m := TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + Entropy(path), ECT: true}
+func (c *Conn) meta(n int, path verbs.PathID) verbs.TxMeta {
+	m := verbs.TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + verbs.Entropy(path), ECT: true}
 	if int(path) < len(c.tx) {
 		m.Entropy, m.Plane = c.tx[path].entropy, c.tx[path].plane
 	}
@@ -80,7 +69,7 @@ func (c *Conn) meta(n int, path PathID) TxMeta {
 	return m
 }
 
-func (c *Conn) buildCtrl(now Time, buf []byte, p ctrlPkt) (TxMeta, bool) {
+func (c *Conn) buildCtrl(now verbs.Time, buf []byte, p ctrlPkt) (verbs.TxMeta, bool) {
 	h := c.header(p.op, c.ctrlPath(p.op), now)
 	n := HeaderLen
 	switch p.op {
@@ -119,10 +108,10 @@ func (c *Conn) buildCtrl(now Time, buf []byte, p ctrlPkt) (TxMeta, bool) {
 // a different path on every attempt and ACCEPT answers on the path the
 // request came by, so one dead path cannot prevent a connection; other
 // control packets rotate over the paths not judged failed.
-func (c *Conn) ctrlPath(op Opcode) PathID {
+func (c *Conn) ctrlPath(op Opcode) verbs.PathID {
 	switch op {
 	case OpConnect:
-		return PathID(c.tries % c.ep.cfg.Paths)
+		return verbs.PathID(c.tries % c.ep.cfg.Paths)
 	case OpAccept:
 		return c.acceptPath
 	}
@@ -136,12 +125,12 @@ func (c *Conn) ctrlPath(op Opcode) PathID {
 			break
 		}
 	}
-	return PathID(c.ctrlRR)
+	return verbs.PathID(c.ctrlRR)
 }
 
 // buildAck writes one ACK carrying a block for every path with an
 // acknowledgement pending (as many as fit).
-func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
+func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	first := *c.ackList.Front()
 	via := first
 	if c.tx[first].failed {
@@ -165,7 +154,7 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 		c.ackList.Pop()
 		n += b.Put(buf[n:])
 		count++
-		r.unacked, r.ackNow, r.ackDue, r.queued = 0, false, Never, false
+		r.unacked, r.ackNow, r.ackDue, r.queued = 0, false, verbs.Never, false
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
 	n = SealCRC(buf, n)
@@ -174,7 +163,7 @@ func (c *Conn) buildAck(now Time, buf []byte) (TxMeta, bool) {
 }
 
 // occupy assigns the next PSN of p to a new slot and returns both.
-func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
+func (c *Conn) occupy(now verbs.Time, p *txPath) (PSN, *txSlot) {
 	psn := p.next
 	p.next++
 	if p.inUse == 0 {
@@ -188,7 +177,7 @@ func (c *Conn) occupy(now Time, p *txPath) (PSN, *txSlot) {
 }
 
 // transmit stamps a slot's (re)transmission.
-func (c *Conn) transmit(now Time, p *txPath, s *txSlot) {
+func (c *Conn) transmit(now verbs.Time, p *txPath, s *txSlot) {
 	s.sent = true
 	s.sentAt = p.lastStamp // stamped by writeSequenced
 	s.pending = false
@@ -198,12 +187,12 @@ func (c *Conn) transmit(now Time, p *txPath, s *txSlot) {
 
 // writeSequenced builds the packet a slot stands for: its data if the
 // message is still wanted, otherwise a NOP that fills the PSN.
-func (c *Conn) writeSequenced(now Time, buf []byte, p *txPath, psn PSN, s *txSlot, retransmit bool) int {
+func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s *txSlot, retransmit bool) int {
 	var h Header
 	var mh MsgHeader
 	var payload []byte
 	asNop := s.kind == slotNop || s.nop
-	if s.kind == slotData && !asNop && (s.attempt != s.msg.attempt || s.msg.status != StatusSuccess || s.msg.finished) {
+	if s.kind == slotData && !asNop && (s.attempt != s.msg.attempt || s.msg.status != verbs.StatusSuccess || s.msg.finished) {
 		asNop = true
 	}
 	switch {
@@ -220,9 +209,9 @@ func (c *Conn) writeSequenced(now Time, buf []byte, p *txPath, psn PSN, s *txSlo
 			mh.Offset, mh.RemoteAddr = 0, m.remoteAddr
 		case OpWrite, OpWriteImm:
 			mh.RemoteAddr = m.remoteAddr + uint64(s.offset)
-			payload = m.local[s.offset : s.offset+s.length]
+			payload = m.mr.Source(m.local[s.offset : s.offset+s.length])
 		default:
-			payload = m.local[s.offset : s.offset+s.length]
+			payload = m.mr.Source(m.local[s.offset : s.offset+s.length])
 		}
 		if s.offset+s.length == m.length || m.op == OpReadReq {
 			h.Flags |= FlagAckReq
@@ -231,7 +220,7 @@ func (c *Conn) writeSequenced(now Time, buf []byte, p *txPath, psn PSN, s *txSlo
 		j := s.job
 		h = c.header(OpReadResp, p.id, now)
 		mh = MsgHeader{Stream: j.stream, MsgSeq: j.seq, Offset: s.offset, MsgLen: uint32(len(j.src))}
-		payload = j.src[s.offset : s.offset+s.length]
+		payload = j.mr.Source(j.src[s.offset : s.offset+s.length])
 		if s.offset+s.length == uint32(len(j.src)) {
 			h.Flags |= FlagAckReq
 		}
@@ -259,14 +248,14 @@ func (c *Conn) writeSequenced(now Time, buf []byte, p *txPath, psn PSN, s *txSlo
 	return SealCRC(buf, n)
 }
 
-func (c *Conn) buildResend(now Time, buf []byte, r resendRef) (TxMeta, bool) {
+func (c *Conn) buildResend(now verbs.Time, buf []byte, r resendRef) (verbs.TxMeta, bool) {
 	p := &c.tx[r.path]
 	if p.gen != r.gen || !r.psn.Less(p.next) || r.psn.Less(p.una) {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	s := p.slot(r.psn)
 	if s.kind == slotFree || !s.pending {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	retransmit := s.sent // a fresh probe NOP is a first transmission
 	n := c.writeSequenced(now, buf, p, r.psn, s, retransmit)
@@ -277,12 +266,12 @@ func (c *Conn) buildResend(now Time, buf []byte, r resendRef) (TxMeta, bool) {
 	return c.meta(n, p.id), true
 }
 
-func (c *Conn) buildMoved(now Time, buf []byte, p *txPath, mp movedPkt) (TxMeta, bool) {
-	if mp.kind == slotData && (mp.attempt != mp.msg.attempt || mp.msg.status != StatusSuccess || mp.msg.finished) {
+func (c *Conn) buildMoved(now verbs.Time, buf []byte, p *txPath, mp movedPkt) (verbs.TxMeta, bool) {
+	if mp.kind == slotData && (mp.attempt != mp.msg.attempt || mp.msg.status != verbs.StatusSuccess || mp.msg.finished) {
 		mp.msg.outstanding--
 		c.checkFailed(mp.msg)
 		c.releaseMsg(mp.msg)
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	psn, s := c.occupy(now, p)
 	*s = txSlot{kind: mp.kind, msg: mp.msg, job: mp.job, attempt: mp.attempt, offset: mp.offset, length: mp.length}
@@ -294,16 +283,16 @@ func (c *Conn) buildMoved(now Time, buf []byte, p *txPath, mp movedPkt) (TxMeta,
 
 // buildNew sends the next chunk of new data: READ responses and streams
 // take turns, streams in round robin.
-func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
+func (c *Conn) buildNew(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if c.jobs.Len() == 0 && c.active.Len() == 0 {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	if c.limit.blockedUntil(&c.ep.cfg, now, c.resend.Len()) > now {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	pi := c.pickPath()
 	if pi < 0 {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	p := &c.tx[pi]
 	c.jobRR = !c.jobRR
@@ -327,7 +316,7 @@ func (c *Conn) buildNew(now Time, buf []byte) (TxMeta, bool) {
 	if c.jobs.Len() > 0 {
 		return c.buildJobChunk(now, buf, p)
 	}
-	return TxMeta{}, false
+	return verbs.TxMeta{}, false
 }
 
 // nextToSegment returns the first message of q with packets left to build.
@@ -342,7 +331,7 @@ func (q *QueuePair) nextToSegment() *txMsg {
 	return nil
 }
 
-func (c *Conn) buildMsgChunk(now Time, buf []byte, p *txPath, m *txMsg) (TxMeta, bool) {
+func (c *Conn) buildMsgChunk(now verbs.Time, buf []byte, p *txPath, m *txMsg) (verbs.TxMeta, bool) {
 	psn, s := c.occupy(now, p)
 	length := uint32(0)
 	if m.op != OpReadReq {
@@ -360,7 +349,7 @@ func (c *Conn) buildMsgChunk(now Time, buf []byte, p *txPath, m *txMsg) (TxMeta,
 	return c.meta(n, p.id), true
 }
 
-func (c *Conn) buildJobChunk(now Time, buf []byte, p *txPath) (TxMeta, bool) {
+func (c *Conn) buildJobChunk(now verbs.Time, buf []byte, p *txPath) (verbs.TxMeta, bool) {
 	j := *c.jobs.Front()
 	psn, s := c.occupy(now, p)
 	length := min(uint32(len(j.src))-j.segOff, uint32(c.mtu))

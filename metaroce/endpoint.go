@@ -3,14 +3,16 @@ package metaroce
 import (
 	"errors"
 	"fmt"
-	"github.com/metaroce/metaroce/internal/queue"
 	"sort"
+
+	"github.com/metaroce/metaroce/internal/queue"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // reply is an unsequenced answer that does not belong to a live connection
 // (RESET for an unknown connection, CLOSE_ACK after the connection is gone).
 type reply struct {
-	peer     PeerHandle
+	peer     verbs.PeerHandle
 	op       Opcode
 	dst, src ConnID
 }
@@ -28,8 +30,8 @@ const maxReplies = 256
 // buffer past the call.
 type Endpoint struct {
 	cfg     Config
-	regions regionTable
-	pds     uint32
+	regions verbs.RegionTable
+	nextQPN verbs.QPN // the last queue pair number given out
 
 	conns    map[ConnID]*Conn
 	nextID   ConnID
@@ -66,10 +68,7 @@ func (e *Endpoint) Counters() *EndpointCounters { return &e.c }
 func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MsgHeaderLen + e.cfg.MTU + CRCLen }
 
 // AllocPD returns a new protection domain (ibv_alloc_pd).
-func (e *Endpoint) AllocPD() *ProtectionDomain {
-	e.pds++
-	return &ProtectionDomain{ep: e, id: e.pds}
-}
+func (e *Endpoint) AllocPD() *verbs.ProtectionDomain { return e.regions.AllocPD() }
 
 // Connections returns the number of live connections.
 func (e *Endpoint) Connections() int { return len(e.conns) }
@@ -77,7 +76,7 @@ func (e *Endpoint) Connections() int { return len(e.conns) }
 // ErrTooManyConns is returned when no connection id is free.
 var ErrTooManyConns = errors.New("metaroce: no free connection id")
 
-func (e *Endpoint) newConn(peer PeerHandle, now Time) (*Conn, error) {
+func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error) {
 	if len(e.conns) >= 1<<31 {
 		return nil, ErrTooManyConns
 	}
@@ -95,7 +94,7 @@ func (e *Endpoint) newConn(peer PeerHandle, now Time) (*Conn, error) {
 // once; they go out when the peer accepts. If the peer never answers, the
 // connection fails after ConnectRetries attempts and its work requests
 // complete with StatusRetryExceeded or StatusFlushed.
-func (e *Endpoint) Connect(now Time, peer PeerHandle) (*Conn, error) {
+func (e *Endpoint) Connect(now verbs.Time, peer verbs.PeerHandle) (*Conn, error) {
 	c, err := e.newConn(peer, now)
 	if err != nil {
 		return nil, err
@@ -122,7 +121,7 @@ func (e *Endpoint) forget(c *Conn) {
 }
 
 // reply queues an unsequenced answer outside any connection.
-func (e *Endpoint) reply(peer PeerHandle, op Opcode, dst, src ConnID) {
+func (e *Endpoint) reply(peer verbs.PeerHandle, op Opcode, dst, src ConnID) {
 	if e.replies.Len() < maxReplies {
 		e.replies.Push(reply{peer: peer, op: op, dst: dst, src: src})
 	}
@@ -142,7 +141,7 @@ func (e *Endpoint) peerSeen(c *Conn) {
 	sort.Slice(stale, func(i, j int) bool { return stale[i].local < stale[j].local })
 	for _, o := range stale {
 		e.c.PeerRestarts++
-		o.fail(StatusRetryExceeded)
+		o.fail(verbs.StatusRetryExceeded)
 	}
 }
 
@@ -150,7 +149,7 @@ func (e *Endpoint) peerSeen(c *Conn) {
 // during the call. Every packet is checked (CRC32C, header, extension,
 // connection, incarnation, keys, bounds) before anything is placed; what
 // fails is counted and dropped or answered.
-func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
+func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 	e.c.RxPackets++
 	if len(pkt) > e.MaxPacketLen() {
 		e.c.Malformed++
@@ -203,7 +202,7 @@ func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
 }
 
 // onConnect accepts (or refuses) a connection request.
-func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
+func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) {
 	var b ConnectBody
 	if err := b.Decode(body); err != nil || h.SrcConn == 0 || h.DstConn != 0 {
 		e.c.Malformed++
@@ -217,7 +216,7 @@ func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
 	for _, c := range e.conns {
 		if c.peerNode == b.Node && c.peerInc == h.Incarnation && c.remote == h.SrcConn && !c.outbound {
 			// A repeated request: our ACCEPT was lost.
-			c.acceptPath = h.Path % PathID(c.paths)
+			c.acceptPath = h.Path % verbs.PathID(c.paths)
 			c.queueCtrl(ctrlPkt{op: OpAccept})
 			e.touch(c, now)
 			return
@@ -230,7 +229,7 @@ func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
 	}
 	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
 	c.establish(now, &b)
-	c.acceptPath = h.Path % PathID(c.paths)
+	c.acceptPath = h.Path % verbs.PathID(c.paths)
 	e.peerSeen(c)
 	c.queueCtrl(ctrlPkt{op: OpAccept})
 	e.accepted.Push(c)
@@ -238,7 +237,7 @@ func (e *Endpoint) onConnect(now Time, h *Header, body []byte, rx RxMeta) {
 }
 
 // touch recomputes c's timer and readiness after anything happened to it.
-func (e *Endpoint) touch(c *Conn, now Time) {
+func (e *Endpoint) touch(c *Conn, now verbs.Time) {
 	if c.state >= connClosed {
 		return
 	}
@@ -254,7 +253,7 @@ func (e *Endpoint) touch(c *Conn, now Time) {
 // NextPacket writes the next packet to send into buf and says where it
 // goes. It returns false when nothing is ready now. buf must hold
 // MaxPacketLen bytes; the endpoint keeps no reference to it.
-func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
+func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if len(buf) < e.MaxPacketLen() {
 		panic(fmt.Sprintf("metaroce: NextPacket buffer of %d bytes, need %d", len(buf), e.MaxPacketLen()))
 	}
@@ -263,7 +262,7 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
 		h.Put(buf)
 		n := SealCRC(buf, HeaderLen)
-		return TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
+		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}
 	for e.ready.Len() > 0 {
 		c := e.ready.Pop()
@@ -288,26 +287,26 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 		c.timer.Deadline = int64(d)
 		e.timers.Set(c)
 	}
-	return TxMeta{}, false
+	return verbs.TxMeta{}, false
 }
 
 // SetReadyPlanes implements PlaneSteering.
 func (e *Endpoint) SetReadyPlanes(mask uint32) { e.ready1 = mask }
 
 // NextDeadline is the earliest time OnTimer must run (Never if none).
-func (e *Endpoint) NextDeadline() Time {
+func (e *Endpoint) NextDeadline() verbs.Time {
 	if e.timers.Len() == 0 {
-		return Never
+		return verbs.Never
 	}
-	return Time(e.timers.Min())
+	return verbs.Time(e.timers.Min())
 }
 
 // OnTimer runs every timer due at now: tail-loss probes, path failure and
 // re-probing, ACK delays, RNR back-offs, keepalives, peer-dead detection,
 // connect and close retries.
-func (e *Endpoint) OnTimer(now Time) {
+func (e *Endpoint) OnTimer(now verbs.Time) {
 	e.due = e.due[:0]
-	for e.timers.Len() > 0 && Time(e.timers.Min()) <= now {
+	for e.timers.Len() > 0 && verbs.Time(e.timers.Min()) <= now {
 		e.due = append(e.due, e.timers.PopMin())
 	}
 	for _, c := range e.due {

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // fixture is an established connection A->B with stream 0 open on both
@@ -17,10 +17,10 @@ import (
 type fixture struct {
 	p        *mempair.Pair
 	ca, cb   *mr.Conn
-	pa, pb   *mr.ProtectionDomain
-	cqa, cqb *mr.CompletionQueue
+	pa, pb   *verbs.ProtectionDomain
+	cqa, cqb *verbs.CompletionQueue
 	qa, qb   *mr.QueuePair
-	src      *mr.MemoryRegion // at A, 64 KiB of a pattern
+	src      *verbs.MemoryRegion // at A, 64 KiB of a pattern
 }
 
 func newFixture(t *testing.T, cfg mr.Config, link memlink.Config) *fixture {
@@ -37,22 +37,22 @@ func newFixture(t *testing.T, cfg mr.Config, link memlink.Config) *fixture {
 	f.ca, f.cb, err = p.Connect(1e9)
 	require.NoError(t, err)
 	f.pa, f.pb = p.EP[0].AllocPD(), p.EP[1].AllocPD()
-	f.cqa, f.cqb = mr.NewCompletionQueue(16), mr.NewCompletionQueue(16)
-	f.qa, err = f.ca.CreateQP(0, mr.QPAttr{PD: f.pa, SendCQ: f.cqa, RecvCQ: f.cqa})
+	f.cqa, f.cqb = verbs.NewCompletionQueue(16), verbs.NewCompletionQueue(16)
+	f.qa, err = f.ca.CreateQP(0, verbs.QPAttr{PD: f.pa, SendCQ: f.cqa, RecvCQ: f.cqa})
 	require.NoError(t, err)
-	f.qb, err = f.cb.CreateQP(0, mr.QPAttr{PD: f.pb, SendCQ: f.cqb, RecvCQ: f.cqb})
+	f.qb, err = f.cb.CreateQP(0, verbs.QPAttr{PD: f.pb, SendCQ: f.cqb, RecvCQ: f.cqb})
 	require.NoError(t, err)
 	buf := make([]byte, 64<<10)
 	for i := range buf {
 		buf[i] = byte(i*13 + 1)
 	}
-	f.src, err = f.pa.RegisterMR(buf, mr.AccessLocalWrite)
+	f.src, err = f.pa.RegisterMR(buf, verbs.AccessLocalWrite)
 	require.NoError(t, err)
 	return f
 }
 
 // region registers n bytes filled with 0xEE at side pd.
-func region(t *testing.T, pd *mr.ProtectionDomain, n int, access mr.Access) (*mr.MemoryRegion, []byte) {
+func region(t *testing.T, pd *verbs.ProtectionDomain, n int, access verbs.Access) (*verbs.MemoryRegion, []byte) {
 	t.Helper()
 	b := bytes.Repeat([]byte{0xEE}, n)
 	m, err := pd.RegisterMR(b, access)
@@ -61,53 +61,53 @@ func region(t *testing.T, pd *mr.ProtectionDomain, n int, access mr.Access) (*mr
 }
 
 // wait runs until cq yields one completion and returns it.
-func (f *fixture) wait(t *testing.T, cq *mr.CompletionQueue) mr.WorkCompletion {
+func (f *fixture) wait(t *testing.T, cq *verbs.CompletionQueue) verbs.WorkCompletion {
 	t.Helper()
-	var wc [1]mr.WorkCompletion
+	var wc [1]verbs.WorkCompletion
 	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+10e9))
 	return wc[0]
 }
 
-func (f *fixture) post(t *testing.T, wr mr.SendWR) {
+func (f *fixture) post(t *testing.T, wr verbs.SendWR) {
 	t.Helper()
 	require.NoError(t, f.qa.PostSend(f.p.Now, wr))
 }
 
 func TestRemoteAccessErrors(t *testing.T) {
 	f := newFixture(t, mr.Config{MTU: 1024}, memlink.Config{Seed: 1, Loss: 0.05})
-	target, tb := region(t, f.pb, 16<<10, mr.AccessLocalWrite|mr.AccessRemoteWrite|mr.AccessRemoteRead)
-	readOnly, rob := region(t, f.pb, 16<<10, mr.AccessRemoteRead)
-	private, pvb := region(t, f.pb, 16<<10, mr.AccessLocalWrite)
+	target, tb := region(t, f.pb, 16<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	readOnly, rob := region(t, f.pb, 16<<10, verbs.AccessRemoteRead)
+	private, pvb := region(t, f.pb, 16<<10, verbs.AccessLocalWrite)
 	otherPD := f.p.EP[1].AllocPD()
-	foreign, fb := region(t, otherPD, 16<<10, mr.AccessLocalWrite|mr.AccessRemoteWrite|mr.AccessRemoteRead)
-	dead, db := region(t, f.pb, 16<<10, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	foreign, fb := region(t, otherPD, 16<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	dead, db := region(t, f.pb, 16<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	deadKey, deadAddr := dead.RKey(), dead.Addr()
 	require.NoError(t, dead.Deregister())
-	readDst, rdb := region(t, f.pa, 16<<10, mr.AccessLocalWrite)
+	readDst, rdb := region(t, f.pa, 16<<10, verbs.AccessLocalWrite)
 
 	cases := []struct {
 		name string
-		wr   mr.SendWR
+		wr   verbs.SendWR
 	}{
-		{"wrong rkey", mr.SendWR{Opcode: mr.WRWrite, Local: f.src.SGE(0, 5000), RemoteAddr: target.Addr(), RKey: target.RKey() ^ 0x5a5a00}},
-		{"out of bounds at the end", mr.SendWR{Opcode: mr.WRWrite, Local: f.src.SGE(0, 5000), RemoteAddr: target.Addr() + 16<<10 - 4000, RKey: target.RKey()}},
-		{"below the region", mr.SendWR{Opcode: mr.WRWrite, Local: f.src.SGE(0, 100), RemoteAddr: target.Addr() - 1, RKey: target.RKey()}},
-		{"write without remote-write access", mr.SendWR{Opcode: mr.WRWrite, Local: f.src.SGE(0, 3000), RemoteAddr: readOnly.Addr(), RKey: readOnly.RKey()}},
-		{"write to a local-only region", mr.SendWR{Opcode: mr.WRWriteImm, Local: f.src.SGE(0, 3000), RemoteAddr: private.Addr(), RKey: private.RKey()}},
-		{"read without remote-read access", mr.SendWR{Opcode: mr.WRRead, Local: readDst.SGE(0, 3000), RemoteAddr: private.Addr(), RKey: private.RKey()}},
-		{"read out of bounds", mr.SendWR{Opcode: mr.WRRead, Local: readDst.SGE(0, 3000), RemoteAddr: target.Addr() + 15<<10, RKey: target.RKey()}},
-		{"other protection domain", mr.SendWR{Opcode: mr.WRWrite, Local: f.src.SGE(0, 3000), RemoteAddr: foreign.Addr(), RKey: foreign.RKey()}},
-		{"deregistered region", mr.SendWR{Opcode: mr.WRWrite, Local: f.src.SGE(0, 3000), RemoteAddr: deadAddr, RKey: deadKey}},
+		{"wrong rkey", verbs.SendWR{Opcode: verbs.WRWrite, Local: f.src.SGE(0, 5000), RemoteAddr: target.Addr(), RKey: target.RKey() ^ 0x5a5a00}},
+		{"out of bounds at the end", verbs.SendWR{Opcode: verbs.WRWrite, Local: f.src.SGE(0, 5000), RemoteAddr: target.Addr() + 16<<10 - 4000, RKey: target.RKey()}},
+		{"below the region", verbs.SendWR{Opcode: verbs.WRWrite, Local: f.src.SGE(0, 100), RemoteAddr: target.Addr() - 1, RKey: target.RKey()}},
+		{"write without remote-write access", verbs.SendWR{Opcode: verbs.WRWrite, Local: f.src.SGE(0, 3000), RemoteAddr: readOnly.Addr(), RKey: readOnly.RKey()}},
+		{"write to a local-only region", verbs.SendWR{Opcode: verbs.WRWriteImm, Local: f.src.SGE(0, 3000), RemoteAddr: private.Addr(), RKey: private.RKey()}},
+		{"read without remote-read access", verbs.SendWR{Opcode: verbs.WRRead, Local: readDst.SGE(0, 3000), RemoteAddr: private.Addr(), RKey: private.RKey()}},
+		{"read out of bounds", verbs.SendWR{Opcode: verbs.WRRead, Local: readDst.SGE(0, 3000), RemoteAddr: target.Addr() + 15<<10, RKey: target.RKey()}},
+		{"other protection domain", verbs.SendWR{Opcode: verbs.WRWrite, Local: f.src.SGE(0, 3000), RemoteAddr: foreign.Addr(), RKey: foreign.RKey()}},
+		{"deregistered region", verbs.SendWR{Opcode: verbs.WRWrite, Local: f.src.SGE(0, 3000), RemoteAddr: deadAddr, RKey: deadKey}},
 	}
 	// The refused WRITE_IMM consumes this receive, with an error.
-	require.NoError(t, f.qb.PostRecv(f.p.Now, mr.RecvWR{ID: 8}))
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 8}))
 	for i, tc := range cases {
 		before := f.cb.Counters().AccessViolations
 		tc.wr.ID = uint64(100 + i)
 		f.post(t, tc.wr)
 		wc := f.wait(t, f.cqa)
 		require.Equal(t, tc.wr.ID, wc.WRID, tc.name)
-		require.Equal(t, mr.StatusRemoteAccessError, wc.Status, tc.name)
+		require.Equal(t, verbs.StatusRemoteAccessError, wc.Status, tc.name)
 		require.Greater(t, f.cb.Counters().AccessViolations, before, tc.name)
 	}
 	for name, b := range map[string][]byte{"target": tb, "read-only": rob, "private": pvb, "foreign": fb, "deregistered": db, "read destination": rdb} {
@@ -115,34 +115,34 @@ func TestRemoteAccessErrors(t *testing.T) {
 	}
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(8), rc.WRID)
-	require.Equal(t, mr.StatusLocalAccessError, rc.Status)
+	require.Equal(t, verbs.StatusLocalAccessError, rc.Status)
 	// Receives stay aligned: a correct WRITE_IMM afterwards lands in the
 	// next one.
-	require.NoError(t, f.qb.PostRecv(f.p.Now, mr.RecvWR{ID: 9}))
-	f.post(t, mr.SendWR{ID: 10, Opcode: mr.WRWriteImm, Local: f.src.SGE(0, 3000), RemoteAddr: target.Addr(), RKey: target.RKey(), Imm: 5})
-	require.Equal(t, mr.StatusSuccess, f.wait(t, f.cqa).Status)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 9}))
+	f.post(t, verbs.SendWR{ID: 10, Opcode: verbs.WRWriteImm, Local: f.src.SGE(0, 3000), RemoteAddr: target.Addr(), RKey: target.RKey(), Imm: 5})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	wc := f.wait(t, f.cqb)
-	require.Equal(t, mr.WorkCompletion{WRID: 9, Status: mr.StatusSuccess, Opcode: mr.WCRecvWriteImm, ByteLen: 3000, Imm: 5, HasImm: true, Conn: f.cb.LocalID()}, wc)
+	require.Equal(t, verbs.WorkCompletion{WRID: 9, Status: verbs.StatusSuccess, Opcode: verbs.WCRecvWriteImm, ByteLen: 3000, Imm: 5, HasImm: true, QPN: f.qb.QPN()}, wc)
 	require.Equal(t, f.src.Bytes()[:3000], tb[:3000])
 }
 
 func TestSendLongerThanReceiveFailsBothSides(t *testing.T) {
 	f := newFixture(t, mr.Config{MTU: 1024}, memlink.Config{Seed: 2, Loss: 0.02})
-	dst, db := region(t, f.pb, 8<<10, mr.AccessLocalWrite)
-	require.NoError(t, f.qb.PostRecv(f.p.Now, mr.RecvWR{ID: 1, Local: dst.SGE(0, 2000)}))
-	require.NoError(t, f.qb.PostRecv(f.p.Now, mr.RecvWR{ID: 2, Local: dst.SGE(4096, 4096)}))
-	f.post(t, mr.SendWR{ID: 11, Opcode: mr.WRSend, Local: f.src.SGE(0, 5000)})
-	f.post(t, mr.SendWR{ID: 12, Opcode: mr.WRSend, Local: f.src.SGE(0, 3000)})
+	dst, db := region(t, f.pb, 8<<10, verbs.AccessLocalWrite)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 1, Local: dst.SGE(0, 2000)}))
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 2, Local: dst.SGE(4096, 4096)}))
+	f.post(t, verbs.SendWR{ID: 11, Opcode: verbs.WRSend, Local: f.src.SGE(0, 5000)})
+	f.post(t, verbs.SendWR{ID: 12, Opcode: verbs.WRSend, Local: f.src.SGE(0, 3000)})
 	w1, w2 := f.wait(t, f.cqa), f.wait(t, f.cqa)
 	require.Equal(t, uint64(11), w1.WRID)
-	require.Equal(t, mr.StatusLocalLengthError, w1.Status)
+	require.Equal(t, verbs.StatusLocalLengthError, w1.Status)
 	require.Equal(t, uint64(12), w2.WRID)
-	require.Equal(t, mr.StatusSuccess, w2.Status)
+	require.Equal(t, verbs.StatusSuccess, w2.Status)
 	r1, r2 := f.wait(t, f.cqb), f.wait(t, f.cqb)
 	require.Equal(t, uint64(1), r1.WRID)
-	require.Equal(t, mr.StatusLocalLengthError, r1.Status)
+	require.Equal(t, verbs.StatusLocalLengthError, r1.Status)
 	require.Equal(t, uint64(2), r2.WRID)
-	require.Equal(t, mr.StatusSuccess, r2.Status)
+	require.Equal(t, verbs.StatusSuccess, r2.Status)
 	require.Equal(t, uint32(3000), r2.ByteLen)
 	require.Equal(t, bytes.Repeat([]byte{0xEE}, 4096), db[:4096], "nothing of the refused SEND may land")
 	require.Equal(t, f.src.Bytes()[:3000], db[4096:7096])
@@ -151,66 +151,51 @@ func TestSendLongerThanReceiveFailsBothSides(t *testing.T) {
 func TestReceiverNotReady(t *testing.T) {
 	t.Run("retries until a receive is posted", func(t *testing.T) {
 		f := newFixture(t, mr.Config{RNRRetries: 7, RNRBackoff: 20 * time.Microsecond}, memlink.Config{Seed: 3})
-		dst, db := region(t, f.pb, 8<<10, mr.AccessLocalWrite)
-		f.post(t, mr.SendWR{ID: 1, Opcode: mr.WRSendImm, Local: f.src.SGE(0, 6000), Imm: 77})
+		dst, db := region(t, f.pb, 8<<10, verbs.AccessLocalWrite)
+		f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSendImm, Local: f.src.SGE(0, 6000), Imm: 77})
 		// Let a few RNR rounds happen, then post the receive.
 		require.NoError(t, f.p.RunUntil(func() bool { return f.ca.Counters().RNRRetries >= 2 }, f.p.Now+1e9))
-		require.NoError(t, f.qb.PostRecv(f.p.Now, mr.RecvWR{ID: 2, Local: dst.SGE(0, 8<<10)}))
+		require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 2, Local: dst.SGE(0, 8<<10)}))
 		w := f.wait(t, f.cqa)
-		require.Equal(t, mr.StatusSuccess, w.Status, "%+v\n%s\n%s", w, mr.DebugString(f.ca), mr.DebugString(f.cb))
+		require.Equal(t, verbs.StatusSuccess, w.Status, "%+v\n%s\n%s", w, mr.DebugString(f.ca), mr.DebugString(f.cb))
 		rc := f.wait(t, f.cqb)
-		require.Equal(t, mr.StatusSuccess, rc.Status)
+		require.Equal(t, verbs.StatusSuccess, rc.Status)
 		require.Equal(t, uint32(6000), rc.ByteLen)
 		require.Equal(t, uint32(77), rc.Imm)
 		require.Equal(t, f.src.Bytes()[:6000], db[:6000])
 	})
 	t.Run("gives up after the retry count", func(t *testing.T) {
 		f := newFixture(t, mr.Config{RNRRetries: 3, RNRBackoff: 10 * time.Microsecond}, memlink.Config{Seed: 4})
-		f.post(t, mr.SendWR{ID: 1, Opcode: mr.WRSend, Local: f.src.SGE(0, 100)})
+		f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Local: f.src.SGE(0, 100)})
 		wc := f.wait(t, f.cqa)
-		require.Equal(t, mr.StatusRNRRetryExceeded, wc.Status)
+		require.Equal(t, verbs.StatusRNRRetryExceeded, wc.Status)
 		require.Equal(t, uint64(3), f.ca.Counters().RNRRetries)
 		// As a verbs QP would, the stream is now in the error state; other
 		// streams of the connection are unaffected.
-		require.ErrorIs(t, f.qa.PostSend(f.p.Now, mr.SendWR{ID: 3, Opcode: mr.WRSend}), mr.ErrStreamError)
-		qa1, err := f.ca.CreateQP(1, mr.QPAttr{PD: f.pa, SendCQ: f.cqa})
+		require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{ID: 3, Opcode: verbs.WRSend}), mr.ErrStreamError)
+		qa1, err := f.ca.CreateQP(1, verbs.QPAttr{PD: f.pa, SendCQ: f.cqa})
 		require.NoError(t, err)
-		qb1, err := f.cb.CreateQP(1, mr.QPAttr{PD: f.pb, RecvCQ: f.cqb})
+		qb1, err := f.cb.CreateQP(1, verbs.QPAttr{PD: f.pb, RecvCQ: f.cqb})
 		require.NoError(t, err)
-		dst, db := region(t, f.pb, 128, mr.AccessLocalWrite)
-		require.NoError(t, qb1.PostRecv(f.p.Now, mr.RecvWR{ID: 2, Local: dst.SGE(0, 128)}))
-		require.NoError(t, qa1.PostSend(f.p.Now, mr.SendWR{ID: 4, Opcode: mr.WRSend, Local: f.src.SGE(0, 100)}))
-		require.Equal(t, mr.StatusSuccess, f.wait(t, f.cqa).Status)
+		dst, db := region(t, f.pb, 128, verbs.AccessLocalWrite)
+		require.NoError(t, qb1.PostRecv(f.p.Now, verbs.RecvWR{ID: 2, Local: dst.SGE(0, 128)}))
+		require.NoError(t, qa1.PostSend(f.p.Now, verbs.SendWR{ID: 4, Opcode: verbs.WRSend, Local: f.src.SGE(0, 100)}))
+		require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 		require.Equal(t, f.src.Bytes()[:100], db[:100])
 	})
 }
 
-func TestDeregisterWithIOInFlight(t *testing.T) {
-	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 5})
-	target, _ := region(t, f.pb, 64<<10, mr.AccessLocalWrite|mr.AccessRemoteWrite)
-	f.post(t, mr.SendWR{ID: 1, Opcode: mr.WRWrite, Local: f.src.SGE(0, 64<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.ErrorIs(t, f.src.Deregister(), mr.ErrRegionBusy)
-	recv, _ := region(t, f.pb, 128, mr.AccessLocalWrite)
-	require.NoError(t, f.qb.PostRecv(f.p.Now, mr.RecvWR{ID: 2, Local: recv.SGE(0, 128)}))
-	require.ErrorIs(t, recv.Deregister(), mr.ErrRegionBusy)
-	require.Equal(t, mr.StatusSuccess, f.wait(t, f.cqa).Status)
-	require.NoError(t, f.src.Deregister())
-	require.ErrorIs(t, f.src.Deregister(), mr.ErrRegionInvalid)
-	// A local SGE naming a deregistered region is refused at post time.
-	require.ErrorIs(t, f.qa.PostSend(f.p.Now, mr.SendWR{Opcode: mr.WRSend, Local: f.src.SGE(0, 10)}), mr.ErrBadSGE)
-}
-
 func TestUnknownConnectionAndReplay(t *testing.T) {
 	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 6})
-	target, tb := region(t, f.pb, 8<<10, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	target, tb := region(t, f.pb, 8<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	var captured [][]byte
-	f.p.Tap = func(from int, pkt []byte, _ mr.TxMeta) {
+	f.p.Tap = func(from int, pkt []byte, _ verbs.TxMeta) {
 		if from == 0 {
 			captured = append(captured, append([]byte(nil), pkt...))
 		}
 	}
-	f.post(t, mr.SendWR{ID: 1, Opcode: mr.WRWrite, Local: f.src.SGE(0, 8<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.Equal(t, mr.StatusSuccess, f.wait(t, f.cqa).Status)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 8<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	f.p.Tap = nil
 	require.Equal(t, f.src.Bytes()[:8<<10], tb)
 
@@ -221,7 +206,7 @@ func TestUnknownConnectionAndReplay(t *testing.T) {
 	}
 	dupBefore := f.cb.Counters().Duplicates
 	for _, pkt := range captured {
-		f.p.EP[1].Receive(f.p.Now, pkt, mr.RxMeta{Peer: 0})
+		f.p.EP[1].Receive(f.p.Now, pkt, verbs.RxMeta{Peer: 0})
 	}
 	require.Equal(t, bytes.Repeat([]byte{0x11}, len(tb)), tb)
 	require.Greater(t, f.cb.Counters().Duplicates, dupBefore)
@@ -234,7 +219,7 @@ func TestUnknownConnectionAndReplay(t *testing.T) {
 		forged := append([]byte(nil), pkt...)
 		forged[4], forged[5], forged[6], forged[7] = 0, 0, 0x30, 0x39 // dst_conn 12345
 		n := mr.SealCRC(forged, len(forged)-mr.CRCLen)
-		f.p.EP[1].Receive(f.p.Now, forged[:n], mr.RxMeta{Peer: 0})
+		f.p.EP[1].Receive(f.p.Now, forged[:n], verbs.RxMeta{Peer: 0})
 	}
 	require.Equal(t, unknownBefore+uint64(len(captured)), f.p.EP[1].Counters().UnknownConn)
 	require.Equal(t, bytes.Repeat([]byte{0x11}, len(tb)), tb)
@@ -247,7 +232,7 @@ func TestUnknownConnectionAndReplay(t *testing.T) {
 		old := append([]byte(nil), pkt...)
 		old[12] ^= 0xff // incarnation
 		n := mr.SealCRC(old, len(old)-mr.CRCLen)
-		f.p.EP[1].Receive(f.p.Now, old[:n], mr.RxMeta{Peer: 0})
+		f.p.EP[1].Receive(f.p.Now, old[:n], verbs.RxMeta{Peer: 0})
 	}
 	require.Equal(t, staleBefore+uint64(len(captured)), f.cb.Counters().StalePackets)
 	require.Equal(t, bytes.Repeat([]byte{0x11}, len(tb)), tb)
@@ -255,15 +240,15 @@ func TestUnknownConnectionAndReplay(t *testing.T) {
 
 func TestCorruptedPacketsAreDroppedAndRepaired(t *testing.T) {
 	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 7, Corrupt: 0.05})
-	target, tb := region(t, f.pb, 256<<10, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	target, tb := region(t, f.pb, 256<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	src := make([]byte, 256<<10)
 	for i := range src {
 		src[i] = byte(i * 31)
 	}
 	ms, err := f.pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	f.post(t, mr.SendWR{ID: 1, Opcode: mr.WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.Equal(t, mr.StatusSuccess, f.wait(t, f.cqa).Status)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	require.Equal(t, src, tb)
 	require.Greater(t, f.p.Link.Stats().Corrupted, uint64(0))
 	require.Equal(t, f.p.Link.Stats().Corrupted, f.p.EP[0].Counters().CRCDrops+f.p.EP[1].Counters().CRCDrops,
@@ -272,13 +257,14 @@ func TestCorruptedPacketsAreDroppedAndRepaired(t *testing.T) {
 
 func TestPeerRestartFailsOutstandingWork(t *testing.T) {
 	f := newFixture(t, mr.Config{PeerDeadTimeout: time.Second, KeepaliveInterval: 100 * time.Millisecond}, memlink.Config{Seed: 8})
-	target, _ := region(t, f.pb, 4<<20, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	target, _ := region(t, f.pb, 4<<20, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	big := make([]byte, 4<<20)
 	ms, err := f.pa.RegisterMR(big, 0)
 	require.NoError(t, err)
-	f.post(t, mr.SendWR{ID: 1, Opcode: mr.WRWrite, Local: ms.SGE(0, len(big)), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	f.post(t, mr.SendWR{ID: 2, Opcode: mr.WRWrite, Local: ms.SGE(0, len(big)), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.NoError(t, f.p.RunUntil(func() bool { return f.cb.Counters().PayloadPlaced > 0 }, f.p.Now+1e9))
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, len(big)), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	f.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRWrite, Local: ms.SGE(0, len(big)), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	before := f.cb.Counters().PayloadPlaced
+	require.NoError(t, f.p.RunUntil(func() bool { return f.cb.Counters().PayloadPlaced > before }, f.p.Now+1e9))
 	// B restarts: a new endpoint with the same node id and a new
 	// incarnation takes its place. A's packets now reach a stranger.
 	nb, err := mr.NewEndpoint(mr.Config{Paths: 4, Node: 2, Incarnation: 99, AcceptIncoming: true})
@@ -286,9 +272,9 @@ func TestPeerRestartFailsOutstandingWork(t *testing.T) {
 	f.p.Replace(1, nb)
 	w1, w2 := f.wait(t, f.cqa), f.wait(t, f.cqa)
 	require.Equal(t, uint64(1), w1.WRID)
-	require.Equal(t, mr.StatusRetryExceeded, w1.Status)
+	require.Equal(t, verbs.StatusRetryExceeded, w1.Status)
 	require.Equal(t, uint64(2), w2.WRID)
-	require.NotEqual(t, mr.StatusSuccess, w2.Status)
+	require.NotEqual(t, verbs.StatusSuccess, w2.Status)
 	require.Equal(t, "failed", f.ca.State())
 	require.Greater(t, nb.Counters().ResetsSent, uint64(0))
 }
@@ -296,15 +282,15 @@ func TestPeerRestartFailsOutstandingWork(t *testing.T) {
 func TestPeerDeadTimeout(t *testing.T) {
 	cfg := mr.Config{PeerDeadTimeout: 20 * time.Millisecond, KeepaliveInterval: 2 * time.Millisecond}
 	f := newFixture(t, cfg, memlink.Config{Seed: 9})
-	target, _ := region(t, f.pb, 1<<20, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	target, _ := region(t, f.pb, 1<<20, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	// From now on the link carries nothing at all.
 	for _, e := range []uint16{49152, 49153, 49154, 49155} {
 		f.p.Link.AddBlackout(memlink.Blackout{Entropy: e, AnyPlane: true, At: int64(f.p.Now)})
 	}
-	f.post(t, mr.SendWR{ID: 1, Opcode: mr.WRWrite, Local: f.src.SGE(0, 64<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 64<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
 	start := f.p.Now
 	wc := f.wait(t, f.cqa)
-	require.Equal(t, mr.StatusRetryExceeded, wc.Status)
+	require.Equal(t, verbs.StatusRetryExceeded, wc.Status)
 	took := time.Duration(f.p.Now - start)
 	require.GreaterOrEqual(t, took, 20*time.Millisecond)
 	require.Less(t, took, 25*time.Millisecond)
@@ -314,7 +300,7 @@ func TestPeerDeadTimeout(t *testing.T) {
 func TestIdleConnectionStaysUpOnKeepalives(t *testing.T) {
 	cfg := mr.Config{PeerDeadTimeout: 20 * time.Millisecond, KeepaliveInterval: 2 * time.Millisecond}
 	f := newFixture(t, cfg, memlink.Config{Seed: 10, Loss: 0.2})
-	end := f.p.Now + mr.Time(time.Second)
+	end := f.p.Now + verbs.Time(time.Second)
 	require.NoError(t, f.p.RunUntil(func() bool { return f.p.Now >= end }, end+1e9))
 	require.True(t, f.ca.Established())
 	require.True(t, f.cb.Established())
@@ -322,18 +308,18 @@ func TestIdleConnectionStaysUpOnKeepalives(t *testing.T) {
 
 func TestCloseFlushesBothSides(t *testing.T) {
 	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 11})
-	recv, _ := region(t, f.pb, 128, mr.AccessLocalWrite)
-	require.NoError(t, f.qb.PostRecv(f.p.Now, mr.RecvWR{ID: 5, Local: recv.SGE(0, 128)}))
-	f.post(t, mr.SendWR{ID: 6, Opcode: mr.WRRead, Local: f.src.SGE(0, 100), RemoteAddr: 1 << 40, RKey: 0})
+	recv, _ := region(t, f.pb, 128, verbs.AccessLocalWrite)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 5, Local: recv.SGE(0, 128)}))
+	f.post(t, verbs.SendWR{ID: 6, Opcode: verbs.WRRead, Local: f.src.SGE(0, 100), RemoteAddr: 1 << 40, RKey: 0})
 	f.ca.Close(f.p.Now)
 	wc := f.wait(t, f.cqa)
 	require.Equal(t, uint64(6), wc.WRID)
-	require.Equal(t, mr.StatusFlushed, wc.Status)
+	require.Equal(t, verbs.StatusFlushed, wc.Status)
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(5), rc.WRID)
-	require.Equal(t, mr.StatusFlushed, rc.Status)
+	require.Equal(t, verbs.StatusFlushed, rc.Status)
 	require.NoError(t, f.p.RunUntil(func() bool { return f.p.EP[0].Connections() == 0 && f.p.EP[1].Connections() == 0 }, f.p.Now+1e9))
-	require.ErrorIs(t, f.qa.PostSend(f.p.Now, mr.SendWR{Opcode: mr.WRSend}), mr.ErrNotUsable)
+	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend}), mr.ErrNotUsable)
 }
 
 func TestConnectRefused(t *testing.T) {
@@ -352,7 +338,7 @@ func TestConnectRefused(t *testing.T) {
 func TestCloseSurvivesLostCloseAck(t *testing.T) {
 	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 13})
 	lost := 0
-	f.p.Tap = func(from int, pkt []byte, _ mr.TxMeta) {
+	f.p.Tap = func(from int, pkt []byte, _ verbs.TxMeta) {
 		var h mr.Header
 		if from == 1 && h.Decode(pkt) == nil && h.Opcode == mr.OpCloseAck && lost == 0 {
 			lost++
@@ -363,7 +349,7 @@ func TestCloseSurvivesLostCloseAck(t *testing.T) {
 	require.NoError(t, f.p.RunUntil(func() bool { return f.p.EP[0].Connections() == 0 }, f.p.Now+1e9))
 	require.Equal(t, 1, lost)
 	require.Equal(t, "closed", f.ca.State())
-	require.Equal(t, mr.StatusSuccess, f.ca.Failure())
+	require.Equal(t, verbs.StatusSuccess, f.ca.Failure())
 }
 
 // TestPostWhileConnecting: work posted before the connection is up goes out
@@ -374,8 +360,8 @@ func TestPostWhileConnecting(t *testing.T) {
 	ca, err := p.EP[0].Connect(p.Now, 1)
 	require.NoError(t, err)
 	pa := p.EP[0].AllocPD()
-	cq := mr.NewCompletionQueue(8)
-	qa, err := ca.CreateQP(0, mr.QPAttr{PD: pa, SendCQ: cq})
+	cq := verbs.NewCompletionQueue(8)
+	qa, err := ca.CreateQP(0, verbs.QPAttr{PD: pa, SendCQ: cq})
 	require.NoError(t, err)
 	src := make([]byte, 100_000)
 	for i := range src {
@@ -386,18 +372,18 @@ func TestPostWhileConnecting(t *testing.T) {
 	// The peer's region does not exist yet either: post the READ-free part
 	// first (a WRITE needs the peer's rkey, so use SEND into a receive the
 	// peer posts once it accepts).
-	require.NoError(t, qa.PostSend(p.Now, mr.SendWR{ID: 1, Opcode: mr.WRSend, Local: ms.SGE(0, len(src))}))
+	require.NoError(t, qa.PostSend(p.Now, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Local: ms.SGE(0, len(src))}))
 	var cb *mr.Conn
 	require.NoError(t, p.RunUntil(func() bool { cb, _ = p.EP[1].Accept(); return cb != nil }, 1e9))
 	pb := p.EP[1].AllocPD()
-	qb, err := cb.CreateQP(0, mr.QPAttr{PD: pb, RecvCQ: cq})
+	qb, err := cb.CreateQP(0, verbs.QPAttr{PD: pb, RecvCQ: cq})
 	require.NoError(t, err)
 	dst := make([]byte, len(src))
-	md, err := pb.RegisterMR(dst, mr.AccessLocalWrite)
+	md, err := pb.RegisterMR(dst, verbs.AccessLocalWrite)
 	require.NoError(t, err)
-	require.NoError(t, qb.PostRecv(p.Now, mr.RecvWR{ID: 2, Local: md.SGE(0, len(dst))}))
-	got := map[uint64]mr.Status{}
-	wcs := make([]mr.WorkCompletion, 4)
+	require.NoError(t, qb.PostRecv(p.Now, verbs.RecvWR{ID: 2, Local: md.SGE(0, len(dst))}))
+	got := map[uint64]verbs.Status{}
+	wcs := make([]verbs.WorkCompletion, 4)
 	require.NoError(t, p.RunUntil(func() bool {
 		n := cq.Poll(wcs)
 		for _, wc := range wcs[:n] {
@@ -405,7 +391,7 @@ func TestPostWhileConnecting(t *testing.T) {
 		}
 		return len(got) == 2
 	}, p.Now+1e9))
-	require.Equal(t, map[uint64]mr.Status{1: mr.StatusSuccess, 2: mr.StatusSuccess}, got)
+	require.Equal(t, map[uint64]verbs.Status{1: verbs.StatusSuccess, 2: verbs.StatusSuccess}, got)
 	require.Equal(t, 1024, ca.MTU())
 	require.Equal(t, src, dst)
 }
@@ -415,12 +401,12 @@ func TestPostWhileConnecting(t *testing.T) {
 func TestConnectionsUseDistinctSourcePorts(t *testing.T) {
 	p, err := mempair.New(mr.Config{Paths: 4}, mr.Config{Paths: 4}, memlink.Config{Seed: 15, Delay: 1000})
 	require.NoError(t, err)
-	seen := map[mr.ConnID]map[mr.Entropy]bool{}
-	p.Tap = func(from int, pkt []byte, meta mr.TxMeta) {
+	seen := map[mr.ConnID]map[verbs.Entropy]bool{}
+	p.Tap = func(from int, pkt []byte, meta verbs.TxMeta) {
 		var h mr.Header
 		if from == 0 && h.Decode(pkt) == nil && h.SrcConn != 0 && h.Opcode != mr.OpConnect {
 			if seen[h.SrcConn] == nil {
-				seen[h.SrcConn] = map[mr.Entropy]bool{}
+				seen[h.SrcConn] = map[verbs.Entropy]bool{}
 			}
 			seen[h.SrcConn][meta.Entropy] = true
 		}

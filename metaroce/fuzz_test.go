@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -114,8 +115,8 @@ func FuzzAckDecode(f *testing.F) {
 }
 
 func FuzzNakDecode(f *testing.F) {
-	for _, st := range []Status{StatusLocalLengthError, StatusRemoteAccessError, StatusRemoteOpError,
-		StatusRemoteInvalidReq, StatusReceiverNotReady} {
+	for _, st := range []verbs.Status{verbs.StatusLocalLengthError, verbs.StatusRemoteAccessError, verbs.StatusRemoteOpError,
+		verbs.StatusRemoteInvalidReq, verbs.StatusReceiverNotReady} {
 		n := NakBody{Path: 1, PathGen: 2, PSN: 3, Stream: 4, Status: st, MsgSeq: 5, RNRWait: 6}
 		b := make([]byte, NakLen)
 		n.Put(b)
@@ -128,7 +129,7 @@ func FuzzNakDecode(f *testing.F) {
 			return
 		}
 		require.Len(t, data, NakLen)
-		require.True(t, n.Status.nakable())
+		require.True(t, nakable(n.Status))
 		out := make([]byte, NakLen)
 		n.Put(out)
 		require.Equal(t, data, out)
@@ -278,16 +279,16 @@ type fzEnv struct {
 	w             *wirePair
 	ca, cb        *Conn
 	qa, qb        *QueuePair
-	cqa, cqb      *CompletionQueue
+	cqa, cqb      *verbs.CompletionQueue
 	arenaA        fzArena
 	arenaB        fzArena
-	mrS, mrAD     *MemoryRegion
-	mrT, mrN, mrR *MemoryRegion
-	mrD           *MemoryRegion
+	mrS, mrAD     *verbs.MemoryRegion
+	mrT, mrN, mrR *verbs.MemoryRegion
+	mrD           *verbs.MemoryRegion
 	origN, origS  []byte
 	origR, origD  []byte
 	origAD        []byte
-	readPath      PathID // path of B's lost READ_REQ (PSN 0)
+	readPath      verbs.PathID // path of B's lost READ_REQ (PSN 0)
 }
 
 func fzConfig() Config {
@@ -315,10 +316,10 @@ func fzNewEnv(t testing.TB) *fzEnv {
 	require.True(t, e.ca.Established(), "A never established")
 
 	pda, pdb := a.AllocPD(), b.AllocPD()
-	e.cqa, e.cqb = NewCompletionQueue(64), NewCompletionQueue(64)
-	e.qa, err = e.ca.CreateQP(fzStream, QPAttr{PD: pda, SendCQ: e.cqa, RecvCQ: e.cqa})
+	e.cqa, e.cqb = verbs.NewCompletionQueue(64), verbs.NewCompletionQueue(64)
+	e.qa, err = e.ca.CreateQP(fzStream, verbs.QPAttr{PD: pda, SendCQ: e.cqa, RecvCQ: e.cqa})
 	require.NoError(t, err)
-	e.qb, err = e.cb.CreateQP(fzStream, QPAttr{PD: pdb, SendCQ: e.cqb, RecvCQ: e.cqb})
+	e.qb, err = e.cb.CreateQP(fzStream, verbs.QPAttr{PD: pdb, SendCQ: e.cqb, RecvCQ: e.cqb})
 	require.NoError(t, err)
 
 	e.arenaA.add(4096, func(i int) byte { return byte(i*11 + 9) }) // S
@@ -330,24 +331,24 @@ func fzNewEnv(t testing.TB) *fzEnv {
 	e.arenaB.add(2048, func(int) byte { return 0xDD })            // D
 	rb := e.arenaB.finish()
 
-	reg := func(pd *ProtectionDomain, buf []byte, acc Access) *MemoryRegion {
+	reg := func(pd *verbs.ProtectionDomain, buf []byte, acc verbs.Access) *verbs.MemoryRegion {
 		m, err := pd.RegisterMR(buf, acc)
 		require.NoError(t, err)
 		return m
 	}
-	e.mrS = reg(pda, ra[0], AccessRemoteRead)
-	e.mrAD = reg(pda, ra[1], AccessLocalWrite)
-	e.mrT = reg(pdb, rb[0], AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
-	e.mrN = reg(pdb, rb[1], AccessLocalWrite)
-	e.mrR = reg(pdb, rb[2], AccessLocalWrite)
-	e.mrD = reg(pdb, rb[3], AccessLocalWrite)
+	e.mrS = reg(pda, ra[0], verbs.AccessRemoteRead)
+	e.mrAD = reg(pda, ra[1], verbs.AccessLocalWrite)
+	e.mrT = reg(pdb, rb[0], verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	e.mrN = reg(pdb, rb[1], verbs.AccessLocalWrite)
+	e.mrR = reg(pdb, rb[2], verbs.AccessLocalWrite)
+	e.mrD = reg(pdb, rb[3], verbs.AccessLocalWrite)
 	e.origS, e.origAD = bytes.Clone(ra[0]), bytes.Clone(ra[1])
 	e.origN, e.origR, e.origD = bytes.Clone(rb[1]), bytes.Clone(rb[2]), bytes.Clone(rb[3])
 
 	now := e.w.now
-	require.NoError(t, e.qb.PostRecv(now, RecvWR{ID: 100, Local: e.mrR.SGE(0, 1024)}))
-	require.NoError(t, e.qb.PostRecv(now, RecvWR{ID: 101, Local: e.mrR.SGE(1024, 1024)}))
-	require.NoError(t, e.qb.PostSend(now, SendWR{ID: 200, Opcode: WRRead, Local: e.mrD.SGE(0, fzReadLen),
+	require.NoError(t, e.qb.PostRecv(now, verbs.RecvWR{ID: 100, Local: e.mrR.SGE(0, 1024)}))
+	require.NoError(t, e.qb.PostRecv(now, verbs.RecvWR{ID: 101, Local: e.mrR.SGE(1024, 1024)}))
+	require.NoError(t, e.qb.PostSend(now, verbs.SendWR{ID: 200, Opcode: verbs.WRRead, Local: e.mrD.SGE(0, fzReadLen),
 		RemoteAddr: e.mrS.Addr(), RKey: e.mrS.RKey()}))
 	// The READ_REQ goes out and is lost: B resends it after its RTO.
 	for {
@@ -368,21 +369,21 @@ func fzNewEnv(t testing.TB) *fzEnv {
 // every data opcode, and refusals (no remote access, receiver not ready).
 func (e *fzEnv) postTraffic(t testing.TB) {
 	now := e.w.now
-	for _, wr := range []SendWR{
-		{ID: 1, Opcode: WRWrite, Local: e.mrS.SGE(0, 700), RemoteAddr: e.mrT.Addr() + 100, RKey: e.mrT.RKey()},
-		{ID: 2, Opcode: WRSendImm, Local: e.mrS.SGE(700, 300), Imm: 42},
-		{ID: 3, Opcode: WRRead, Local: e.mrAD.SGE(0, 600), RemoteAddr: e.mrT.Addr(), RKey: e.mrT.RKey()},
-		{ID: 4, Opcode: WRWriteImm, Local: e.mrS.SGE(0, 200), RemoteAddr: e.mrT.Addr() + 1500, RKey: e.mrT.RKey(), Imm: 7},
-		{ID: 5, Opcode: WRWrite, Local: e.mrS.SGE(0, 100), RemoteAddr: e.mrN.Addr(), RKey: e.mrN.RKey()},
-		{ID: 6, Opcode: WRWrite, Local: e.mrS.SGE(0, 0), RemoteAddr: e.mrT.Addr(), RKey: e.mrT.RKey()},
-		{ID: 7, Opcode: WRSend, Local: e.mrS.SGE(0, 100)}, // no receive left: RNR, then RNR retry exceeded
+	for _, wr := range []verbs.SendWR{
+		{ID: 1, Opcode: verbs.WRWrite, Local: e.mrS.SGE(0, 700), RemoteAddr: e.mrT.Addr() + 100, RKey: e.mrT.RKey()},
+		{ID: 2, Opcode: verbs.WRSendImm, Local: e.mrS.SGE(700, 300), Imm: 42},
+		{ID: 3, Opcode: verbs.WRRead, Local: e.mrAD.SGE(0, 600), RemoteAddr: e.mrT.Addr(), RKey: e.mrT.RKey()},
+		{ID: 4, Opcode: verbs.WRWriteImm, Local: e.mrS.SGE(0, 200), RemoteAddr: e.mrT.Addr() + 1500, RKey: e.mrT.RKey(), Imm: 7},
+		{ID: 5, Opcode: verbs.WRWrite, Local: e.mrS.SGE(0, 100), RemoteAddr: e.mrN.Addr(), RKey: e.mrN.RKey()},
+		{ID: 6, Opcode: verbs.WRWrite, Local: e.mrS.SGE(0, 0), RemoteAddr: e.mrT.Addr(), RKey: e.mrT.RKey()},
+		{ID: 7, Opcode: verbs.WRSend, Local: e.mrS.SGE(0, 100)}, // no receive left: RNR, then RNR retry exceeded
 	} {
 		require.NoError(t, e.qa.PostSend(now, wr))
 	}
 }
 
 // run steps the pair a bounded number of times.
-func (e *fzEnv) run(steps int, span Time) {
+func (e *fzEnv) run(steps int, span verbs.Time) {
 	end := e.w.now + span
 	for i := 0; i < steps && e.w.now < end; i++ {
 		if !e.w.step() {
@@ -413,7 +414,7 @@ func fzCapture(t testing.TB) [][]byte {
 		return false
 	}
 	e.postTraffic(t)
-	wcs := make([]WorkCompletion, 16)
+	wcs := make([]verbs.WorkCompletion, 16)
 	got := 0
 	for i := 0; i < 100000 && got < 10; i++ {
 		if !e.w.step() {
@@ -454,15 +455,15 @@ func TestFuzzEnvSeedExchange(t *testing.T) {
 	p := make([]byte, HeaderLen+NakLen+CRCLen)
 	h := Header{Opcode: OpNak, DstConn: e.cb.LocalID(), SrcConn: e.ca.LocalID(), Incarnation: fzIncA, Path: e.readPath}
 	h.Put(p)
-	nb := NakBody{Path: e.readPath, Stream: fzStream, Status: StatusRemoteAccessError}
+	nb := NakBody{Path: e.readPath, Stream: fzStream, Status: verbs.StatusRemoteAccessError}
 	nb.Put(p[HeaderLen:])
-	e.w.ep[1].Receive(e.w.now, p[:SealCRC(p, HeaderLen+NakLen)], RxMeta{Peer: 0})
+	e.w.ep[1].Receive(e.w.now, p[:SealCRC(p, HeaderLen+NakLen)], verbs.RxMeta{Peer: 0})
 	require.Equal(t, uint64(1), e.cb.Counters().NaksReceived)
 	e.run(100, 20e6)
-	wcs := make([]WorkCompletion, 4)
+	wcs := make([]verbs.WorkCompletion, 4)
 	require.Equal(t, 1, e.cqb.Poll(wcs))
-	require.Equal(t, StatusRemoteAccessError, wcs[0].Status)
-	require.Equal(t, WCRead, wcs[0].Opcode)
+	require.Equal(t, verbs.StatusRemoteAccessError, wcs[0].Status)
+	require.Equal(t, verbs.WCRead, wcs[0].Opcode)
 
 	// The environment is deterministic, so a captured packet replayed as
 	// is into a fresh one reaches placement: the raw seeds go deep.
@@ -473,7 +474,7 @@ func TestFuzzEnvSeedExchange(t *testing.T) {
 			continue
 		}
 		e := fzNewEnv(t)
-		e.w.ep[1].Receive(e.w.now, p, RxMeta{Peer: 0})
+		e.w.ep[1].Receive(e.w.now, p, verbs.RxMeta{Peer: 0})
 		require.Equal(t, uint64(fzPayloadLen(p)), e.cb.Counters().PayloadPlaced)
 		require.NotZero(t, e.cb.Counters().PayloadPlaced)
 		return
@@ -510,8 +511,8 @@ func FuzzEndpointReceive(f *testing.F) {
 		f.Add(p[:n])
 	}
 	// NAKs of B's outstanding READ_REQ, with every refusal status.
-	for _, st := range []Status{StatusRemoteAccessError, StatusReceiverNotReady, StatusLocalLengthError,
-		StatusRemoteInvalidReq, StatusRemoteOpError} {
+	for _, st := range []verbs.Status{verbs.StatusRemoteAccessError, verbs.StatusReceiverNotReady, verbs.StatusLocalLengthError,
+		verbs.StatusRemoteInvalidReq, verbs.StatusRemoteOpError} {
 		p := make([]byte, HeaderLen+NakLen+CRCLen)
 		h := Header{Opcode: OpNak, DstConn: env.cb.LocalID(), SrcConn: env.ca.LocalID(), Incarnation: fzIncA, Path: env.readPath}
 		h.Put(p)
@@ -525,7 +526,7 @@ func FuzzEndpointReceive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e := fzNewEnv(t)
 		b := e.w.ep[1]
-		rx := RxMeta{Peer: 0}
+		rx := verbs.RxMeta{Peer: 0}
 		// 1. As received: most mutations fail the CRC.
 		b.Receive(e.w.now, data, rx)
 		if len(data) >= HeaderLen+CRCLen {
@@ -533,7 +534,7 @@ func FuzzEndpointReceive(f *testing.F) {
 			// and the connection lookup see it.
 			p := bytes.Clone(data)
 			SealCRC(p, len(p)-CRCLen)
-			b.Receive(e.w.now, p, RxMeta{Peer: 0, CE: true})
+			b.Receive(e.w.now, p, verbs.RxMeta{Peer: 0, CE: true})
 			// 3. Addressed to the live connection as its peer, so the
 			// connection's state machine, scoreboard and placement see it.
 			e.fzPatch(p)

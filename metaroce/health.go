@@ -3,6 +3,8 @@ package metaroce
 import (
 	"slices"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Path health tells congestion from failure.
@@ -49,7 +51,7 @@ func (c *Conn) pathSRTT(p *txPath) time.Duration {
 // A path whose packets were all dropped by a full buffer has no marks of
 // its own to show; the connection's RTT, inflated by the same queue its
 // siblings crossed, still tells congestion from a dead link.
-func (c *Conn) congested(now Time, p *txPath) bool {
+func (c *Conn) congested(now verbs.Time, p *txPath) bool {
 	srtt := c.pathSRTT(p)
 	if p.cc.congested(now, srtt) {
 		return true
@@ -62,7 +64,7 @@ func (c *Conn) congested(now Time, p *txPath) bool {
 
 // siblingsProgressed reports whether another healthy path of c retired
 // packets after since: the peer is alive and acknowledging.
-func (c *Conn) siblingsProgressed(p *txPath, since Time) bool {
+func (c *Conn) siblingsProgressed(p *txPath, since verbs.Time) bool {
 	for i := range c.tx {
 		q := &c.tx[i]
 		if q != p && !q.failed && q.lastAck > since {
@@ -89,8 +91,8 @@ func (c *Conn) starved() bool {
 
 // capBlocked reports whether new data waits only because the in-flight
 // cap is reached.
-func (c *Conn) capBlocked(now Time) bool {
-	return (c.active.Len() > 0 || c.jobs.Len() > 0) && c.limit.blockedUntil(&c.ep.cfg, now, c.resend.Len()) == Never
+func (c *Conn) capBlocked(now verbs.Time) bool {
+	return (c.active.Len() > 0 || c.jobs.Len() > 0) && c.limit.blockedUntil(&c.ep.cfg, now, c.resend.Len()) == verbs.Never
 }
 
 // slow reports whether p's RTT is well above its siblings' (a degraded
@@ -139,7 +141,7 @@ func (c *Conn) pathRTO(p *txPath) time.Duration {
 // of congestion, has failed: its packets move elsewhere at once. Otherwise
 // probe (a sequenced NOP whose ACK exposes the exact gaps) and, after
 // PathFailAfter timeouts in a row, judge it failed all the same.
-func (c *Conn) onPathTimeout(now Time, p *txPath) {
+func (c *Conn) onPathTimeout(now verbs.Time, p *txPath) {
 	cfg := &c.ep.cfg
 	stalledSince := p.lastProgress
 	p.lastProgress = now
@@ -207,7 +209,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 // and failing paths would not help: only a path losing more than
 // PathLossFail and over three times its healthy siblings' average is
 // failed.
-func (c *Conn) onLoss(now Time, p *txPath) {
+func (c *Conn) onLoss(now verbs.Time, p *txPath) {
 	p.cc.lost()
 	if p.cc.loss <= c.ep.cfg.PathLossFail || p.failed {
 		return
@@ -240,7 +242,7 @@ func pathAlpha(cc *pathCC) float64 { return cc.alpha }
 // failPath judges p failed: its outstanding packets move to healthy paths
 // at once, its sequence space restarts under a new generation, and it is
 // probed again after a back-off.
-func (c *Conn) failPath(now Time, p *txPath) {
+func (c *Conn) failPath(now verbs.Time, p *txPath) {
 	cfg := &c.ep.cfg
 	c.moveOutstanding(p)
 	switch {
@@ -267,7 +269,7 @@ func (c *Conn) failPath(now Time, p *txPath) {
 // stay outstanding, in the same generation: an ACK that comes late, from
 // behind a deep queue, still brings the path back. Only when the path's
 // sequence space is full of them does it restart.
-func (c *Conn) reprobe(now Time, p *txPath) {
+func (c *Conn) reprobe(now verbs.Time, p *txPath) {
 	cfg := &c.ep.cfg
 	if span := int(p.una.Distance(p.next)); span >= SackBits-1 || span >= p.ringLen()-2 {
 		p.restart() // a failed path's probes are not counted in flight
@@ -287,7 +289,7 @@ func (c *Conn) moveOutstanding(p *txPath) {
 		switch s.kind {
 		case slotData:
 			m := s.msg
-			if s.nop || s.attempt != m.attempt || m.status != StatusSuccess || m.finished {
+			if s.nop || s.attempt != m.attempt || m.status != verbs.StatusSuccess || m.finished {
 				m.outstanding--
 				c.checkFailed(m)
 				c.releaseMsg(m)
@@ -323,7 +325,7 @@ func (c *Conn) count(p *txPath) {
 }
 
 // restore brings a failed path back after its probe was acknowledged.
-func (c *Conn) restore(now Time, p *txPath) {
+func (c *Conn) restore(now verbs.Time, p *txPath) {
 	p.failed = false
 	c.count(p) // its probes count in flight again
 	p.restoredAt = now
@@ -335,7 +337,7 @@ func (c *Conn) restore(now Time, p *txPath) {
 // sendNop puts a sequenced NOP on p: a tail probe (reprobe=false) or the
 // probe of a failed path (reprobe=true). The NOP occupies a PSN, so its ACK
 // reveals every gap below it.
-func (c *Conn) sendNop(now Time, p *txPath, reprobe bool) {
+func (c *Conn) sendNop(now verbs.Time, p *txPath, reprobe bool) {
 	psn := p.next
 	s := p.slot(psn)
 	*s = txSlot{kind: slotNop}
@@ -398,7 +400,7 @@ func (c *Conn) takeNewEntropy(p *txPath) {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
-	p.entropy = cfg.EntropyBase + Entropy(x%uint64(span))
+	p.entropy = cfg.EntropyBase + verbs.Entropy(x%uint64(span))
 	p.rerolling = false
 	p.c.Rerolls++
 	c.c.PathRerolls++

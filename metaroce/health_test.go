@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,7 +16,7 @@ func testConn(t *testing.T, n int) *Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ep.newConn(PeerHandle(1), 0)
+	c, err := ep.newConn(verbs.PeerHandle(1), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestFailedPathProbedAndRestored(t *testing.T) {
 	c := testConn(t, 4)
 	cfg := &c.ep.cfg
 	p := &c.tx[1]
-	now := Time(time.Millisecond)
+	now := verbs.Time(time.Millisecond)
 	c.failPath(now, p)
 	if !p.failed || p.room() != 0 || c.healthyPaths() != 3 {
 		t.Fatalf("failed path still usable")
@@ -106,7 +107,7 @@ func TestFailedPathProbedAndRestored(t *testing.T) {
 		t.Fatalf("no second probe sent")
 	}
 	// The first probe's ACK arrives late: the path is back.
-	late := p.reprobeAt + Time(time.Microsecond)
+	late := p.reprobeAt + verbs.Time(time.Microsecond)
 	c.onAckBlock(late, &AckBlock{Path: 1, PathGen: gen, Cum: 1, TSEcho: at})
 	if p.failed || p.c.Restores != 1 || p.cc.window() != cfg.PathWindow {
 		t.Fatalf("not restored by a late probe ACK: failed %v restores %d window %d", p.failed, p.c.Restores, p.cc.window())
@@ -117,7 +118,7 @@ func TestFailedPathProbedAndRestored(t *testing.T) {
 // on every path (a lossy fabric) fails none.
 func TestLossyPathJudgedFailed(t *testing.T) {
 	c := testConn(t, 4)
-	now := Time(time.Millisecond)
+	now := verbs.Time(time.Millisecond)
 	for i := range c.tx {
 		c.tx[i].cc.loss = 0.45
 	}
@@ -159,7 +160,7 @@ func inflightInvariant(t *testing.T, c *Conn) {
 func TestFailedPathProbesNotInFlight(t *testing.T) {
 	c := testConn(t, 2)
 	p := &c.tx[0]
-	now := Time(time.Millisecond)
+	now := verbs.Time(time.Millisecond)
 	c.sendNop(now, &c.tx[1], false)
 	inflightInvariant(t, c)
 	c.failPath(now, p)
@@ -212,21 +213,21 @@ func TestDeadPathAtFirstUseCostsOneRTO(t *testing.T) {
 		cfg := Config{Paths: 4, MTU: 1024, LinkRateBps: rate}
 		w := newWirePair(t, cfg)
 		ca, cb := w.connect(t)
-		w.runUntil(t, func() bool { return w.now >= Time(c.idle) }, Time(c.idle)+Time(time.Second))
+		w.runUntil(t, func() bool { return w.now >= verbs.Time(c.idle) }, verbs.Time(c.idle)+verbs.Time(time.Second))
 		pda, pdb := w.ep[0].AllocPD(), w.ep[1].AllocPD()
-		cqa, cqb := NewCompletionQueue(8), NewCompletionQueue(8)
-		qa, err := ca.CreateQP(0, QPAttr{PD: pda, SendCQ: cqa, RecvCQ: cqa})
+		cqa, cqb := verbs.NewCompletionQueue(8), verbs.NewCompletionQueue(8)
+		qa, err := ca.CreateQP(0, verbs.QPAttr{PD: pda, SendCQ: cqa, RecvCQ: cqa})
 		require.NoError(t, err)
-		_, err = cb.CreateQP(0, QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb})
+		_, err = cb.CreateQP(0, verbs.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb})
 		require.NoError(t, err)
 		src := make([]byte, 256<<10)
 		for i := range src {
 			src[i] = byte(i * 13)
 		}
-		mrb, err := pdb.RegisterMR(src, AccessRemoteRead)
+		mrb, err := pdb.RegisterMR(src, verbs.AccessRemoteRead)
 		require.NoError(t, err)
 		dst := make([]byte, len(src))
-		mra, err := pda.RegisterMR(dst, AccessLocalWrite)
+		mra, err := pda.RegisterMR(dst, verbs.AccessLocalWrite)
 		require.NoError(t, err)
 		// B's path 0 is dead from now on: every packet B sends on it.
 		w.drop = func(from int, pkt []byte) bool {
@@ -234,13 +235,13 @@ func TestDeadPathAtFirstUseCostsOneRTO(t *testing.T) {
 			return from == 1 && h.Decode(pkt) == nil && h.Path == 0 && h.Opcode.Sequenced()
 		}
 		start := w.now
-		require.NoError(t, qa.PostSend(w.now, SendWR{ID: 1, Opcode: WRRead, Local: mra.SGE(0, len(dst)), RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}))
-		var wc [1]WorkCompletion
+		require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 1, Opcode: verbs.WRRead, Local: mra.SGE(0, len(dst)), RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}))
+		var wc [1]verbs.WorkCompletion
 		w.runUntil(t, func() bool {
 			require.True(t, inflightConsistent(ca) && inflightConsistent(cb), "in-flight count drifted at t=%d", w.now)
 			return cqa.Poll(wc[:]) == 1
-		}, start+Time(50*time.Millisecond))
-		require.Equal(t, StatusSuccess, wc[0].Status)
+		}, start+verbs.Time(50*time.Millisecond))
+		require.Equal(t, verbs.StatusSuccess, wc[0].Status)
 		require.Equal(t, src, dst)
 		took := time.Duration(w.now - start)
 		// 256 KiB at 100 Gb/s is ~21 us, the RTT 2 us: one RTO (MinRTO,

@@ -1,5 +1,7 @@
 package metaroce
 
+import "github.com/metaroce/metaroce/verbs"
+
 // txMsg is a work request on its way out: a WRITE, SEND or READ request of
 // one queue pair. It is pooled per connection; it returns to the pool once
 // its completion is reported and no path slot refers to it any more.
@@ -9,11 +11,11 @@ type txMsg struct {
 	wrID       uint64
 	seq        MsgSeq
 	recvSeq    MsgSeq
-	mr         *MemoryRegion
+	mr         *verbs.MemoryRegion
 	local      []byte
 	length     uint32
 	remoteAddr uint64
-	rkey       RKey
+	rkey       verbs.RKey
 	imm        uint32
 
 	nChunks     int    // packets of one attempt (READ: response packets)
@@ -26,9 +28,9 @@ type txMsg struct {
 
 	placed chunkSet // READ: response chunks placed locally
 
-	finished  bool   // outcome known; waiting for in-order completion
-	completed bool   // completion reported
-	status    Status // outcome
+	finished  bool         // outcome known; waiting for in-order completion
+	completed bool         // completion reported
+	status    verbs.Status // outcome
 }
 
 // readJob is the responder's side of a READ: the response packets it owes
@@ -37,7 +39,7 @@ type txMsg struct {
 type readJob struct {
 	stream      StreamID
 	seq         MsgSeq
-	mr          *MemoryRegion
+	mr          *verbs.MemoryRegion
 	src         []byte
 	nChunks     int
 	segOff      uint32
@@ -107,16 +109,16 @@ func chunkOf(off uint32, plen int, msgLen uint32, mtu int) (int, bool) {
 // recvSlot is a posted receive and the message landing in it.
 type recvSlot struct {
 	wrID    uint64
-	mr      *MemoryRegion
+	mr      *verbs.MemoryRegion
 	buf     []byte
 	started bool // first packet seen: length known and checked
 	msgLen  uint32
 	placed  chunkSet
 	imm     uint32
 	hasImm  bool
-	opcode  WCOpcode
-	status  Status // the receive's completion status
-	wire    Status // the status NAKed to the sender, when status is an error
+	opcode  verbs.WCOpcode
+	status  verbs.Status // the receive's completion status
+	wire    verbs.Status // the status NAKed to the sender, when status is an error
 	done    bool
 }
 
@@ -125,7 +127,7 @@ type recvSlot struct {
 type errorRecord struct {
 	stream  StreamID
 	recvSeq MsgSeq
-	status  Status
+	status  verbs.Status
 	valid   bool
 }
 

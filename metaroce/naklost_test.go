@@ -3,6 +3,7 @@ package metaroce
 import (
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,28 +14,28 @@ import (
 func TestLostNakIsRepeated(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		op     WROpcode
-		access Access
+		op     verbs.WROpcode
+		access verbs.Access
 		recv   uint32
-		want   Status
-		local  Status
+		want   verbs.Status
+		local  verbs.Status
 	}{
-		{"WRITE_IMM without remote write", WRWriteImm, AccessLocalWrite, 100, StatusRemoteAccessError, StatusLocalAccessError},
-		{"SEND longer than the receive", WRSend, AccessLocalWrite, 50, StatusLocalLengthError, StatusLocalLengthError},
+		{"WRITE_IMM without remote write", verbs.WRWriteImm, verbs.AccessLocalWrite, 100, verbs.StatusRemoteAccessError, verbs.StatusLocalAccessError},
+		{"SEND longer than the receive", verbs.WRSend, verbs.AccessLocalWrite, 50, verbs.StatusLocalLengthError, verbs.StatusLocalLengthError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWirePair(t, Config{Paths: 2, MTU: 256})
 			a, b := w.ep[0], w.ep[1]
 			ca, cb := w.connect(t)
 			pda, pdb := a.AllocPD(), b.AllocPD()
-			cqa, cqb := NewCompletionQueue(8), NewCompletionQueue(8)
-			qa, _ := ca.CreateQP(0, QPAttr{PD: pda, SendCQ: cqa})
-			qb, _ := cb.CreateQP(0, QPAttr{PD: pdb, RecvCQ: cqb})
-			mra, _ := pda.RegisterMR(make([]byte, 1000), AccessLocalWrite)
+			cqa, cqb := verbs.NewCompletionQueue(8), verbs.NewCompletionQueue(8)
+			qa, _ := ca.CreateQP(0, verbs.QPAttr{PD: pda, SendCQ: cqa})
+			qb, _ := cb.CreateQP(0, verbs.QPAttr{PD: pdb, RecvCQ: cqb})
+			mra, _ := pda.RegisterMR(make([]byte, 1000), verbs.AccessLocalWrite)
 			dst := make([]byte, 1000)
 			mrb, _ := pdb.RegisterMR(dst, tc.access)
-			require.NoError(t, qb.PostRecv(w.now, RecvWR{ID: 9, Local: mrb.SGE(0, int(tc.recv))}))
-			require.NoError(t, qa.PostSend(w.now, SendWR{ID: 1, Opcode: tc.op, Local: mra.SGE(0, 100), RemoteAddr: mrb.Addr(), RKey: mrb.RKey(), Imm: 5}))
+			require.NoError(t, qb.PostRecv(w.now, verbs.RecvWR{ID: 9, Local: mrb.SGE(0, int(tc.recv))}))
+			require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 1, Opcode: tc.op, Local: mra.SGE(0, 100), RemoteAddr: mrb.Addr(), RKey: mrb.RKey(), Imm: 5}))
 			naks := 0
 			w.drop = func(from int, pkt []byte) bool {
 				var h Header
@@ -44,7 +45,7 @@ func TestLostNakIsRepeated(t *testing.T) {
 				}
 				return false
 			}
-			var wc [1]WorkCompletion
+			var wc [1]verbs.WorkCompletion
 			w.runUntil(t, func() bool { return cqa.Poll(wc[:]) == 1 }, w.now+1e9)
 			require.Equal(t, tc.want, wc[0].Status)
 			require.GreaterOrEqual(t, naks, 2)
@@ -59,10 +60,10 @@ func TestLostNakIsRepeated(t *testing.T) {
 // TestEveryRefusalIsNakable: every status the receiver puts in a NAK must
 // pass the decoder's check, or the sender would drop the NAK as malformed.
 func TestEveryRefusalIsNakable(t *testing.T) {
-	for _, st := range []Status{StatusRemoteAccessError, StatusLocalLengthError, StatusRemoteInvalidReq, StatusReceiverNotReady} {
-		require.True(t, st.nakable(), "%v", st)
+	for _, st := range []verbs.Status{verbs.StatusRemoteAccessError, verbs.StatusLocalLengthError, verbs.StatusRemoteInvalidReq, verbs.StatusReceiverNotReady} {
+		require.True(t, nakable(st), "%v", st)
 	}
-	for _, st := range []Status{StatusSuccess, StatusLocalAccessError, StatusFlushed, StatusRetryExceeded} {
-		require.False(t, st.nakable(), "%v", st)
+	for _, st := range []verbs.Status{verbs.StatusSuccess, verbs.StatusLocalAccessError, verbs.StatusFlushed, verbs.StatusRetryExceeded} {
+		require.False(t, nakable(st), "%v", st)
 	}
 }

@@ -1,6 +1,10 @@
 package metaroce
 
-import "time"
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // connLimit is the connection-level limit on new packets: pacing at the
 // receiver's rate hint and a cap on the bytes in flight. The path windows
@@ -38,8 +42,8 @@ type connLimit struct {
 	// few senders counted so far; this keeps them from filling the
 	// receiver's queue before the later ones are counted.
 	grown    int
-	nextSend Time // earliest time for the next new packet
-	inflight int  // sequenced packets outstanding on paths not judged failed
+	nextSend verbs.Time // earliest time for the next new packet
+	inflight int        // sequenced packets outstanding on paths not judged failed
 	minRTT   time.Duration
 	srtt     time.Duration // smoothed RTT (gain 1/8), for the in-flight cap
 	pktBytes int           // size of a full data packet, for the in-flight cap
@@ -89,9 +93,9 @@ func (l *connLimit) acked() {
 // Never when the in-flight cap holds it (an ACK lifts that). lost is the
 // number of outstanding packets known lost (queued for resend): they are
 // not in the network, so they do not count against the cap.
-func (l *connLimit) blockedUntil(cfg *Config, now Time, lost int) Time {
+func (l *connLimit) blockedUntil(cfg *Config, now verbs.Time, lost int) verbs.Time {
 	if l.inflight-lost >= l.maxInflightPackets(cfg) {
-		return Never
+		return verbs.Never
 	}
 	return l.nextSend
 }
@@ -100,10 +104,10 @@ func (l *connLimit) blockedUntil(cfg *Config, now Time, lost int) Time {
 // at now: the hint is the connection's whole rate, and resending a burst
 // of losses at line rate into the queue that dropped them would only
 // overflow it again.
-func (l *connLimit) paced(now Time) bool { return l.hintBps > 0 && l.nextSend > now }
+func (l *connLimit) paced(now verbs.Time) bool { return l.hintBps > 0 && l.nextSend > now }
 
 // sent accounts a new packet of n bytes sent at now.
-func (l *connLimit) sent(now Time, n int) {
+func (l *connLimit) sent(now verbs.Time, n int) {
 	if l.hintBps <= 0 || l.unpaced {
 		return
 	}
@@ -112,7 +116,7 @@ func (l *connLimit) sent(now Time, n int) {
 	// that credit, less than one gap, so the jitter below evens out
 	// instead of idling a link the hint fills exactly. One further behind
 	// was idle, and starts afresh: credit then would be a burst.
-	if l.nextSend < now-Time(gap) {
+	if l.nextSend < now-verbs.Time(gap) {
 		l.nextSend = now
 	}
 	// Each gap is drawn from [0.5, 1.5) of the exact one (mean exact):
@@ -123,7 +127,7 @@ func (l *connLimit) sent(now Time, n int) {
 	// connection), so simulations still repeat exactly.
 	l.jitter = l.jitter*6364136223846793005 + 1442695040888963407
 	u := float64(l.jitter>>11) / (1 << 53)
-	l.nextSend += Time(gap * (0.75 + u/2))
+	l.nextSend += verbs.Time(gap * (0.75 + u/2))
 }
 
 // setHint takes a rate hint from an ACK (Mbit/s on the wire, 0 = none).

@@ -3,6 +3,8 @@ package metaroce
 import (
 	"testing"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Pacing spaces packets at the hint rate; the in-flight cap follows
@@ -23,7 +25,7 @@ func TestConnLimit(t *testing.T) {
 	for i := 0; i < n; i++ {
 		prev := l.nextSend
 		l.sent(l.nextSend, 4000)
-		if gap := l.nextSend - prev; gap < Time(2*time.Microsecond) || gap >= Time(6*time.Microsecond) {
+		if gap := l.nextSend - prev; gap < verbs.Time(2*time.Microsecond) || gap >= verbs.Time(6*time.Microsecond) {
 			t.Fatalf("gap %d ns, want 2..6µs", gap)
 		}
 	}
@@ -45,10 +47,10 @@ func TestConnLimit(t *testing.T) {
 		t.Fatalf("in-flight cap %d packets, want 15", n)
 	}
 	l.inflight = 15
-	if l.blockedUntil(&cfg, 0, 0) != Never {
+	if l.blockedUntil(&cfg, 0, 0) != verbs.Never {
 		t.Fatalf("not held at the cap")
 	}
-	if l.blockedUntil(&cfg, 0, 1) == Never {
+	if l.blockedUntil(&cfg, 0, 1) == verbs.Never {
 		t.Fatalf("a packet known lost still counted against the cap")
 	}
 	l.setHint(&cfg, 1)

@@ -3,6 +3,7 @@ package metaroce
 import (
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -11,18 +12,18 @@ import (
 // impairments live in engine/memlink.
 type wirePair struct {
 	ep    [2]*Endpoint
-	now   Time
-	delay Time
+	now   verbs.Time
+	delay verbs.Time
 	q     []inflight
 	drop  func(from int, pkt []byte) bool
 	buf   []byte
 }
 
 type inflight struct {
-	at   Time
+	at   verbs.Time
 	to   int
 	pkt  []byte
-	meta TxMeta
+	meta verbs.TxMeta
 }
 
 func newWirePair(t testing.TB, cfg Config) *wirePair {
@@ -53,7 +54,7 @@ func (w *wirePair) step() bool {
 			w.q = append(w.q, inflight{at: w.now + w.delay, to: 1 - i, pkt: pkt, meta: meta})
 		}
 	}
-	next := Never
+	next := verbs.Never
 	if len(w.q) > 0 {
 		next = w.q[0].at
 	}
@@ -62,7 +63,7 @@ func (w *wirePair) step() bool {
 			next = d
 		}
 	}
-	if next == Never {
+	if next == verbs.Never {
 		return false
 	}
 	if next > w.now {
@@ -71,7 +72,7 @@ func (w *wirePair) step() bool {
 	for len(w.q) > 0 && w.q[0].at <= w.now {
 		p := w.q[0]
 		w.q = w.q[1:]
-		w.ep[p.to].Receive(w.now, p.pkt, RxMeta{Peer: PeerHandle(1 - p.to)})
+		w.ep[p.to].Receive(w.now, p.pkt, verbs.RxMeta{Peer: verbs.PeerHandle(1 - p.to)})
 	}
 	for _, e := range w.ep {
 		if e.NextDeadline() <= w.now {
@@ -81,7 +82,7 @@ func (w *wirePair) step() bool {
 	return true
 }
 
-func (w *wirePair) runUntil(t testing.TB, cond func() bool, limit Time) {
+func (w *wirePair) runUntil(t testing.TB, cond func() bool, limit verbs.Time) {
 	t.Helper()
 	for !cond() {
 		require.True(t, w.step(), "nothing left to happen at t=%d", w.now)
@@ -110,35 +111,35 @@ func TestPairWriteSendRead(t *testing.T) {
 	ca, cb := w.connect(t)
 
 	pda, pdb := a.AllocPD(), b.AllocPD()
-	cqa, cqb := NewCompletionQueue(64), NewCompletionQueue(64)
-	qa, err := ca.CreateQP(3, QPAttr{PD: pda, SendCQ: cqa, RecvCQ: cqa})
+	cqa, cqb := verbs.NewCompletionQueue(64), verbs.NewCompletionQueue(64)
+	qa, err := ca.CreateQP(3, verbs.QPAttr{PD: pda, SendCQ: cqa, RecvCQ: cqa})
 	require.NoError(t, err)
-	qb, err := cb.CreateQP(3, QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb})
+	qb, err := cb.CreateQP(3, verbs.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb})
 	require.NoError(t, err)
 
 	src := make([]byte, 10000)
 	for i := range src {
 		src[i] = byte(i * 7)
 	}
-	mra, err := pda.RegisterMR(src, AccessLocalWrite|AccessRemoteRead)
+	mra, err := pda.RegisterMR(src, verbs.AccessLocalWrite|verbs.AccessRemoteRead)
 	require.NoError(t, err)
 	dst := make([]byte, 20000)
-	mrb, err := pdb.RegisterMR(dst, AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
+	mrb, err := pdb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
 	require.NoError(t, err)
 
-	require.NoError(t, qa.PostSend(w.now, SendWR{ID: 1, Opcode: WRWrite, Local: mra.SGE(0, 5000), RemoteAddr: mrb.Addr() + 100, RKey: mrb.RKey()}))
-	require.NoError(t, qb.PostRecv(w.now, RecvWR{ID: 7, Local: mrb.SGE(10000, 8000)}))
-	require.NoError(t, qa.PostSend(w.now, SendWR{ID: 2, Opcode: WRSendImm, Local: mra.SGE(5000, 3000), Imm: 42}))
+	require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: mra.SGE(0, 5000), RemoteAddr: mrb.Addr() + 100, RKey: mrb.RKey()}))
+	require.NoError(t, qb.PostRecv(w.now, verbs.RecvWR{ID: 7, Local: mrb.SGE(10000, 8000)}))
+	require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 2, Opcode: verbs.WRSendImm, Local: mra.SGE(5000, 3000), Imm: 42}))
 	rd := make([]byte, 4000)
-	mrr, err := pda.RegisterMR(rd, AccessLocalWrite)
+	mrr, err := pda.RegisterMR(rd, verbs.AccessLocalWrite)
 	require.NoError(t, err)
 	// No placement order between messages (docs/protocol.md §13): the READ
 	// reads a range the WRITE does not touch.
 	copy(dst[15000:], src[2000:6000])
-	require.NoError(t, qa.PostSend(w.now, SendWR{ID: 3, Opcode: WRRead, Local: mrr.SGE(0, 4000), RemoteAddr: mrb.Addr() + 15000, RKey: mrb.RKey()}))
+	require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 3, Opcode: verbs.WRRead, Local: mrr.SGE(0, 4000), RemoteAddr: mrb.Addr() + 15000, RKey: mrb.RKey()}))
 
-	var wcs []WorkCompletion
-	buf := make([]WorkCompletion, 8)
+	var wcs []verbs.WorkCompletion
+	buf := make([]verbs.WorkCompletion, 8)
 	w.runUntil(t, func() bool {
 		n := cqa.Poll(buf)
 		wcs = append(wcs, buf[:n]...)
@@ -147,7 +148,7 @@ func TestPairWriteSendRead(t *testing.T) {
 		return len(wcs) == 4
 	}, 1e9)
 	for _, wc := range wcs {
-		require.Equal(t, StatusSuccess, wc.Status, "%+v", wc)
+		require.Equal(t, verbs.StatusSuccess, wc.Status, "%+v", wc)
 	}
 	require.Equal(t, src[:5000], dst[100:5100])
 	require.Equal(t, src[5000:8000], dst[10000:13000])

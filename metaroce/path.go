@@ -1,6 +1,10 @@
 package metaroce
 
-import "time"
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // slotKind says what a sequenced packet carried, so it can be rebuilt for a
 // resend without keeping the packet bytes.
@@ -24,15 +28,15 @@ type txSlot struct {
 	job     *readJob
 	offset  uint32
 	length  uint32
-	sentAt  Time // stamp of the last (re)transmission (see txPath.stamp)
+	sentAt  verbs.Time // stamp of the last (re)transmission (see txPath.stamp)
 }
 
 // txPath is the sender's view of one path: its sequence space, window,
 // RTT estimate and health.
 type txPath struct {
-	id      PathID
-	entropy Entropy
-	plane   PlaneID
+	id      verbs.PathID
+	entropy verbs.Entropy
+	plane   verbs.PlaneID
 	gen     uint16
 
 	next  PSN // next new PSN
@@ -50,14 +54,14 @@ type txPath struct {
 	// exactly one transmission: a packet stamped earlier and still
 	// unacknowledged was overtaken on a FIFO path, so it is lost — with no
 	// ambiguity about which copy of a resent packet arrived.
-	lastStamp Time // stamp of the newest transmission
-	delivered Time // newest stamp the receiver has echoed
+	lastStamp verbs.Time // stamp of the newest transmission
+	delivered verbs.Time // newest stamp the receiver has echoed
 
 	rttEstimator
 
-	lastProgress Time // last ACK that retired something, or last send into an idle path
-	lastAck      Time // last ACK that retired something
-	timeouts     int  // consecutive tail-loss timeouts without progress
+	lastProgress verbs.Time // last ACK that retired something, or last send into an idle path
+	lastAck      verbs.Time // last ACK that retired something
+	timeouts     int        // consecutive tail-loss timeouts without progress
 	failed       bool
 	// uncounted: the path's packets are not counted in the connection's
 	// in-flight cap (connLimit.inflight). True while it is failed, and
@@ -67,9 +71,9 @@ type txPath struct {
 	// use would otherwise block a connection still in slow start until
 	// the path is judged failed, RTOs later).
 	uncounted   bool
-	reprobeAt   Time
+	reprobeAt   verbs.Time
 	reprobeWait time.Duration
-	restoredAt  Time // when a re-probe last brought the path back
+	restoredAt  verbs.Time // when a re-probe last brought the path back
 	// rerolling: the path takes no new packets until its outstanding ones
 	// are settled, then restarts with a new entropy (Conn.reroll).
 	rerolling bool
@@ -79,7 +83,7 @@ type txPath struct {
 	c PathCounters
 }
 
-func newTxPath(id PathID, entropy Entropy, plane PlaneID, window int) txPath {
+func newTxPath(id verbs.PathID, entropy verbs.Entropy, plane verbs.PlaneID, window int) txPath {
 	n := 1
 	for n < window+1 {
 		n <<= 1
@@ -149,7 +153,7 @@ func (p *txPath) rto(cfg *Config, conn *rttEstimator) time.Duration {
 }
 
 // stamp returns the send stamp for a transmission at now.
-func (p *txPath) stamp(now Time) Time {
+func (p *txPath) stamp(now verbs.Time) verbs.Time {
 	if now <= p.lastStamp {
 		now = p.lastStamp + 1
 	}
@@ -199,10 +203,10 @@ type rxPath struct {
 	gen     uint16
 	sb      rxScoreboard
 	ecn     uint32 // CE-marked packets received (cumulative, wraps)
-	tsEcho  Time
-	unacked int  // packets since the last ACK of this path
-	ackDue  Time // latest time an ACK must go out (Never when nothing pending)
-	ackNow  bool // acknowledge at the next opportunity
-	queued  bool // in the connection's ACK list
+	tsEcho  verbs.Time
+	unacked int        // packets since the last ACK of this path
+	ackDue  verbs.Time // latest time an ACK must go out (Never when nothing pending)
+	ackNow  bool       // acknowledge at the next opportunity
+	queued  bool       // in the connection's ACK list
 	c       *PathCounters
 }

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // packetCounter classifies packets seen by the pair's taps.
@@ -30,7 +30,7 @@ func transfer(t *testing.T, cfg mr.Config, link memlink.Config, total, msg int) 
 	p, err := mempair.New(cfg, cfg, link)
 	require.NoError(t, err)
 	var pc packetCounter
-	p.Tap = func(from int, pkt []byte, _ mr.TxMeta) {
+	p.Tap = func(from int, pkt []byte, _ verbs.TxMeta) {
 		if d, re := isMsgPacket(pkt); d {
 			pc.sent++
 			if re {
@@ -46,10 +46,10 @@ func transfer(t *testing.T, cfg mr.Config, link memlink.Config, total, msg int) 
 	ca, cb, err := p.Connect(1e9)
 	require.NoError(t, err)
 	pa, pb := p.EP[0].AllocPD(), p.EP[1].AllocPD()
-	cq := mr.NewCompletionQueue(64)
-	qa, err := ca.CreateQP(0, mr.QPAttr{PD: pa, SendCQ: cq})
+	cq := verbs.NewCompletionQueue(64)
+	qa, err := ca.CreateQP(0, verbs.QPAttr{PD: pa, SendCQ: cq})
 	require.NoError(t, err)
-	_, err = cb.CreateQP(0, mr.QPAttr{PD: pb})
+	_, err = cb.CreateQP(0, verbs.QPAttr{PD: pb})
 	require.NoError(t, err)
 	src := make([]byte, msg)
 	for i := range src {
@@ -58,19 +58,19 @@ func transfer(t *testing.T, cfg mr.Config, link memlink.Config, total, msg int) 
 	dst := make([]byte, msg)
 	ms, err := pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	md, err := pb.RegisterMR(dst, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	md, err := pb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
 	posted, done := 0, 0
-	wcs := make([]mr.WorkCompletion, 16)
+	wcs := make([]verbs.WorkCompletion, 16)
 	err = p.RunUntil(func() bool {
 		for posted < total/msg && posted-done < 8 {
-			require.NoError(t, qa.PostSend(p.Now, mr.SendWR{ID: uint64(posted), Opcode: mr.WRWrite,
+			require.NoError(t, qa.PostSend(p.Now, verbs.SendWR{ID: uint64(posted), Opcode: verbs.WRWrite,
 				Local: ms.SGE(0, msg), RemoteAddr: md.Addr(), RKey: md.RKey()}))
 			posted++
 		}
 		n := cq.Poll(wcs)
 		for _, wc := range wcs[:n] {
-			require.Equal(t, mr.StatusSuccess, wc.Status)
+			require.Equal(t, verbs.StatusSuccess, wc.Status)
 		}
 		done += n
 		return done == total/msg

@@ -7,11 +7,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // scenario is one randomly drawn transfer: link impairments, connection
@@ -30,7 +30,7 @@ type scenario struct {
 }
 
 type opSpec struct {
-	op     mr.WROpcode
+	op     verbs.WROpcode
 	stream int
 	size   int
 	imm    uint32
@@ -98,7 +98,7 @@ func drawScenario(seed uint64, maxSize, budget int) scenario {
 			size = budget - total
 		}
 		total += size
-		s.ops = append(s.ops, opSpec{op: mr.WROpcode(r.IntN(5)), stream: r.IntN(s.streams), size: size, imm: r.Uint32()})
+		s.ops = append(s.ops, opSpec{op: verbs.WROpcode(r.IntN(5)), stream: r.IntN(s.streams), size: size, imm: r.Uint32()})
 	}
 	// Congestion control with rate hints (drawn last, so earlier seeds keep
 	// their scenarios): none, the link's own rate, or far below it, so
@@ -118,14 +118,16 @@ func runScenario(t *testing.T, s scenario) {
 	require.Equal(t, s.paths, ca.NumPaths())
 
 	pa, pb := p.EP[0].AllocPD(), p.EP[1].AllocPD()
-	cqa, cqb := mr.NewCompletionQueue(1024), mr.NewCompletionQueue(1024)
+	cqa, cqb := verbs.NewCompletionQueue(1024), verbs.NewCompletionQueue(1024)
 	qa := make([]*mr.QueuePair, s.streams)
 	qb := make([]*mr.QueuePair, s.streams)
+	streamOf := map[verbs.QPN]int{} // completions name their queue pair by QPN
 	for i := range qa {
-		qa[i], err = ca.CreateQP(mr.StreamID(i), mr.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
+		qa[i], err = ca.CreateQP(mr.StreamID(i), verbs.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
 		require.NoError(t, err)
-		qb[i], err = cb.CreateQP(mr.StreamID(i), mr.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
+		qb[i], err = cb.CreateQP(mr.StreamID(i), verbs.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
 		require.NoError(t, err)
+		streamOf[qa[i].QPN()], streamOf[qb[i].QPN()] = i, i
 	}
 
 	// Lay every op out at its own offset, with a guard gap between ranges,
@@ -156,11 +158,11 @@ func runScenario(t *testing.T, s scenario) {
 
 	mSrcA, err := pa.RegisterMR(srcA, 0)
 	require.NoError(t, err)
-	mDstA, err := pa.RegisterMR(dstA, mr.AccessLocalWrite)
+	mDstA, err := pa.RegisterMR(dstA, verbs.AccessLocalWrite)
 	require.NoError(t, err)
-	mDstB, err := pb.RegisterMR(dstB, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	mDstB, err := pb.RegisterMR(dstB, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
-	mSrcB, err := pb.RegisterMR(srcB, mr.AccessRemoteRead)
+	mSrcB, err := pb.RegisterMR(srcB, verbs.AccessRemoteRead)
 	require.NoError(t, err)
 
 	type expect struct {
@@ -172,25 +174,25 @@ func runScenario(t *testing.T, s scenario) {
 		q := qa[o.stream]
 		id := uint64(i)
 		off := offs[i]
-		wr := mr.SendWR{ID: id, Opcode: o.op, Imm: o.imm}
+		wr := verbs.SendWR{ID: id, Opcode: o.op, Imm: o.imm}
 		switch o.op {
-		case mr.WRWrite, mr.WRWriteImm:
+		case verbs.WRWrite, verbs.WRWriteImm:
 			wr.Local = mSrcA.SGE(off, o.size)
 			wr.RemoteAddr, wr.RKey = mDstB.Addr()+uint64(off), mDstB.RKey()
-		case mr.WRSend, mr.WRSendImm:
+		case verbs.WRSend, verbs.WRSendImm:
 			wr.Local = mSrcA.SGE(off, o.size)
-		case mr.WRRead:
+		case verbs.WRRead:
 			wr.Local = mDstA.SGE(off, o.size)
 			wr.RemoteAddr, wr.RKey = mSrcB.Addr()+uint64(off), mSrcB.RKey()
 		}
-		if o.op == mr.WRWriteImm || o.op == mr.WRSend || o.op == mr.WRSendImm {
+		if o.op == verbs.WRWriteImm || o.op == verbs.WRSend || o.op == verbs.WRSendImm {
 			// Receives are posted with room to spare: the payload must
 			// land at the start and nothing may spill past its length.
 			room := o.size
-			if o.op != mr.WRWriteImm {
+			if o.op != verbs.WRWriteImm {
 				room = min(o.size+gap/2, o.size+gap-1)
 			}
-			require.NoError(t, qb[o.stream].PostRecv(p.Now, mr.RecvWR{ID: id, Local: mDstB.SGE(off, room)}))
+			require.NoError(t, qb[o.stream].PostRecv(p.Now, verbs.RecvWR{ID: id, Local: mDstB.SGE(off, room)}))
 			exp[o.stream].recvIDs = append(exp[o.stream].recvIDs, id)
 		}
 		require.NoError(t, q.PostSend(p.Now, wr), "op %d", i)
@@ -200,7 +202,7 @@ func runScenario(t *testing.T, s scenario) {
 	gotSend := make([][]uint64, s.streams)
 	gotRecv := make([][]uint64, s.streams)
 	seen := make(map[string]bool)
-	wcs := make([]mr.WorkCompletion, 256)
+	wcs := make([]verbs.WorkCompletion, 256)
 	nSend, nRecv := 0, 0
 	wantSend, wantRecv := len(s.ops), 0
 	for _, e := range exp {
@@ -208,27 +210,27 @@ func runScenario(t *testing.T, s scenario) {
 	}
 	drain := func() {
 		for _, side := range []struct {
-			cq   *mr.CompletionQueue
+			cq   *verbs.CompletionQueue
 			recv bool
 		}{{cqa, false}, {cqb, true}} {
 			n := side.cq.Poll(wcs)
 			for _, wc := range wcs[:n] {
-				require.Equal(t, mr.StatusSuccess, wc.Status, "%s: %+v", s, wc)
+				require.Equal(t, verbs.StatusSuccess, wc.Status, "%s: %+v", s, wc)
 				key := fmt.Sprintf("%v/%d", side.recv, wc.WRID)
 				require.False(t, seen[key], "%s: completion twice: %+v", s, wc)
 				seen[key] = true
 				o := s.ops[wc.WRID]
-				require.Equal(t, o.stream, int(wc.Stream))
+				require.Equal(t, o.stream, streamOf[wc.QPN])
 				if side.recv {
 					require.Equal(t, uint32(o.size), wc.ByteLen, "%s: %+v", s, wc)
-					require.Equal(t, o.op != mr.WRSend, wc.HasImm)
+					require.Equal(t, o.op != verbs.WRSend, wc.HasImm)
 					if wc.HasImm {
 						require.Equal(t, o.imm, wc.Imm)
 					}
-					gotRecv[wc.Stream] = append(gotRecv[wc.Stream], wc.WRID)
+					gotRecv[o.stream] = append(gotRecv[o.stream], wc.WRID)
 					nRecv++
 				} else {
-					gotSend[wc.Stream] = append(gotSend[wc.Stream], wc.WRID)
+					gotSend[o.stream] = append(gotSend[o.stream], wc.WRID)
 					nSend++
 				}
 			}
@@ -247,7 +249,7 @@ func runScenario(t *testing.T, s scenario) {
 	for i, o := range s.ops {
 		off := offs[i]
 		switch o.op {
-		case mr.WRRead:
+		case verbs.WRRead:
 			copy(wantA[off:off+o.size], srcB[off:off+o.size])
 		default:
 			copy(wantB[off:off+o.size], srcA[off:off+o.size])

@@ -3,42 +3,10 @@ package metaroce
 import (
 	"errors"
 	"fmt"
+
 	"github.com/metaroce/metaroce/internal/queue"
+	"github.com/metaroce/metaroce/verbs"
 )
-
-// WROpcode is the operation of a send work request.
-type WROpcode uint8
-
-const (
-	WRWrite    WROpcode = iota // RDMA WRITE
-	WRWriteImm                 // RDMA WRITE with immediate: also consumes a receive at the peer
-	WRSend                     // SEND into the peer's next posted receive
-	WRSendImm                  // SEND with immediate
-	WRRead                     // RDMA READ from the peer into Local
-)
-
-// SendWR is a send-queue work request (ibv_send_wr with one SGE).
-type SendWR struct {
-	ID         uint64
-	Opcode     WROpcode
-	Local      SGE    // source (WRITE/SEND) or destination (READ)
-	RemoteAddr uint64 // WRITE*/READ
-	RKey       RKey   // WRITE*/READ
-	Imm        uint32 // *_IMM
-}
-
-// RecvWR is a receive-queue work request (ibv_recv_wr with one SGE).
-type RecvWR struct {
-	ID    uint64
-	Local SGE
-}
-
-// QPAttr configures a queue pair.
-type QPAttr struct {
-	PD     *ProtectionDomain
-	SendCQ *CompletionQueue
-	RecvCQ *CompletionQueue
-}
 
 // Errors of the queue-pair API.
 var (
@@ -55,18 +23,20 @@ var (
 type QueuePair struct {
 	conn   *Conn
 	id     StreamID
-	pd     *ProtectionDomain
-	sendCQ *CompletionQueue
-	recvCQ *CompletionQueue
+	qpn    verbs.QPN
+	pd     *verbs.ProtectionDomain
+	sendCQ *verbs.CompletionQueue
+	recvCQ *verbs.CompletionQueue
 
 	sq           queue.Ring[*txMsg] // posted, not yet completed, in posting order
 	sqBase       MsgSeq             // msg_seq of sq's front
 	segIdx       int                // index in sq of the message being segmented
 	nextSeq      MsgSeq
 	nextRecvSeq  MsgSeq
-	blockedUntil Time // RNR back-off of the message being segmented
-	active       bool // in the connection's round robin of streams with data
-	broken       bool // send side in the error state (see Conn.breakStream)
+	blockedUntil verbs.Time // RNR back-off of the message being segmented
+	active       bool       // in the connection's round robin of streams with data
+	broken       bool       // send side in the error state (see Conn.breakStream)
+	destroyed    bool       // Destroy was called: the stream is closed at this end
 
 	rq     queue.Ring[recvSlot]
 	rqBase MsgSeq // recv_seq of rq's front
@@ -75,6 +45,11 @@ type QueuePair struct {
 // ID is the stream id, equal on both ends of the connection.
 func (q *QueuePair) ID() StreamID { return q.id }
 
+// QPN is the queue pair's number at this endpoint (its completions carry
+// it). The endpoint numbers queue pairs from 1 in creation order; the
+// peer's queue pair of the same stream has its own number.
+func (q *QueuePair) QPN() verbs.QPN { return q.qpn }
+
 // Conn is the connection the queue pair belongs to.
 func (q *QueuePair) Conn() *Conn { return q.conn }
 
@@ -82,8 +57,11 @@ func (q *QueuePair) Conn() *Conn { return q.conn }
 // is checked now; remote checks happen at the peer, and their failure comes
 // back as an error completion. The buffer belongs to the endpoint until the
 // completion is polled.
-func (q *QueuePair) PostSend(now Time, wr SendWR) error {
+func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 	c := q.conn
+	if q.destroyed {
+		return verbs.ErrQPDestroyed
+	}
 	if c.state >= connClosing {
 		return ErrNotUsable
 	}
@@ -94,28 +72,28 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 		return ErrQueueFull
 	}
 	var op Opcode
-	need := Access(0)
+	need := verbs.Access(0)
 	switch wr.Opcode {
-	case WRWrite:
+	case verbs.WRWrite:
 		op = OpWrite
-	case WRWriteImm:
+	case verbs.WRWriteImm:
 		op = OpWriteImm
-	case WRSend:
+	case verbs.WRSend:
 		op = OpSend
-	case WRSendImm:
+	case verbs.WRSendImm:
 		op = OpSendImm
-	case WRRead:
-		op, need = OpReadReq, AccessLocalWrite
+	case verbs.WRRead:
+		op, need = OpReadReq, verbs.AccessLocalWrite
 	default:
 		return fmt.Errorf("metaroce: unknown work request opcode %d", wr.Opcode)
 	}
-	var mr *MemoryRegion
+	var mr *verbs.MemoryRegion
 	var local []byte
 	if wr.Local.Length > 0 {
 		var ok bool
-		mr, local, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, need)
+		mr, local, ok = c.ep.regions.ResolveLocal(q.pd, wr.Local, need)
 		if !ok {
-			return ErrBadSGE
+			return verbs.ErrBadSGE
 		}
 	}
 	m := c.newMsg()
@@ -132,9 +110,6 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 	if c.mtu > 0 {
 		c.sizeMsg(m)
 	} // else establish sizes it, once the MTU is negotiated
-	if mr != nil {
-		mr.refs++
-	}
 	q.sq.Push(m)
 	c.activate(q)
 	c.ep.touch(c, now)
@@ -143,23 +118,25 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 
 // PostRecv queues a receive buffer (ibv_post_recv). SENDs and WRITE_IMMs
 // consume receives in posting order.
-func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
+func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 	c := q.conn
+	if q.destroyed {
+		return verbs.ErrQPDestroyed
+	}
 	if c.state >= connClosing {
 		return ErrNotUsable
 	}
 	if q.rq.Len() >= c.ep.cfg.RecvQueueDepth {
 		return ErrQueueFull
 	}
-	var mr *MemoryRegion
+	var mr *verbs.MemoryRegion
 	var buf []byte
 	if wr.Local.Length > 0 {
 		var ok bool
-		mr, buf, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, AccessLocalWrite)
+		mr, buf, ok = c.ep.regions.ResolveLocal(q.pd, wr.Local, verbs.AccessLocalWrite)
 		if !ok {
-			return ErrBadSGE
+			return verbs.ErrBadSGE
 		}
-		mr.refs++
 	}
 	s := q.rq.Extend()
 	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf, placed: s.placed}
@@ -185,22 +162,23 @@ func (q *QueuePair) completeSends() {
 		if q.segIdx > 0 {
 			q.segIdx--
 		}
-		wc := WorkCompletion{WRID: m.wrID, Status: m.status, Conn: q.conn.local, Stream: q.id}
+		m.status = verbs.FailIfRevoked(m.mr, m.status)
+		wc := verbs.WorkCompletion{WRID: m.wrID, Status: m.status, QPN: q.qpn}
 		switch m.op {
 		case OpSend, OpSendImm:
-			wc.Opcode = WCSend
+			wc.Opcode = verbs.WCSend
 		case OpWrite, OpWriteImm:
-			wc.Opcode = WCWrite
+			wc.Opcode = verbs.WCWrite
 		case OpReadReq:
-			wc.Opcode = WCRead
+			wc.Opcode = verbs.WCRead
 		}
-		if m.status == StatusSuccess {
+		if m.status == verbs.StatusSuccess {
 			wc.ByteLen = m.length
 		}
 		if q.sendCQ != nil {
-			q.sendCQ.Push(wc)
+			pushWC(q.sendCQ, wc)
 		}
-		if m.status == StatusSuccess {
+		if m.status == verbs.StatusSuccess {
 			q.conn.c.MessagesSent++
 		}
 		m.completed = true
@@ -216,19 +194,17 @@ func (q *QueuePair) completeRecvs() {
 		if !s.done {
 			return
 		}
-		wc := WorkCompletion{WRID: s.wrID, Status: s.status, Opcode: s.opcode,
-			Imm: s.imm, HasImm: s.hasImm, Conn: q.conn.local, Stream: q.id}
-		if s.status == StatusSuccess {
+		s.status = verbs.FailIfRevoked(s.mr, s.status)
+		wc := verbs.WorkCompletion{WRID: s.wrID, Status: s.status, Opcode: s.opcode,
+			Imm: s.imm, HasImm: s.hasImm, QPN: q.qpn}
+		if s.status == verbs.StatusSuccess {
 			wc.ByteLen = s.msgLen
 			q.conn.c.MessagesReceived++
-		} else if s.wire != StatusSuccess {
+		} else if s.wire != verbs.StatusSuccess {
 			q.conn.rememberError(q.id, q.rqBase, s.wire)
 		}
-		if s.mr != nil {
-			s.mr.refs--
-		}
 		if q.recvCQ != nil {
-			q.recvCQ.Push(wc)
+			pushWC(q.recvCQ, wc)
 		}
 		// drop keeps the slot's chunk-set storage for the next receive.
 		s.mr, s.buf = nil, nil

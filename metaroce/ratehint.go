@@ -3,6 +3,8 @@ package metaroce
 import (
 	"slices"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // fairShare is the receiver's side of congestion control: it knows its
@@ -30,7 +32,7 @@ import (
 // once, as unlimited, and the level drops for everyone: an incast's
 // senders are counted as their first packets arrive, not an interval later.
 type fairShare struct {
-	start    Time          // start of the current interval
+	start    verbs.Time    // start of the current interval
 	interval time.Duration // length of the current interval
 	active   []*Conn       // connections that sent in this interval or the last
 	level    float64       // share of an unlimited sender, bits/s
@@ -43,7 +45,7 @@ type fairShare struct {
 	// while a fraction f of the bytes arrive marked (the switch's queue is
 	// above its marking threshold) the shares add up to (1 - f/2) of the
 	// usual: a queue left by an incast's first burst drains in a few RTTs.
-	markStart Time
+	markStart verbs.Time
 	markBytes int
 	allBytes  int
 	scale     float64 // min(1 - f/2, the delay scale) of the last interval
@@ -70,7 +72,7 @@ type rxShare struct {
 	listed bool
 	quiet  int           // consecutive intervals without a packet
 	minOWD time.Duration // smallest one-way delay (with the clocks' offset) seen
-	joined Time          // when it (re)joined the active set
+	joined verbs.Time    // when it (re)joined the active set
 	bytes  int           // received in the current interval
 	demand float64       // bits/s; 0 = unlimited
 }
@@ -98,7 +100,7 @@ func (f *fairShare) capacity(cfg *Config) float64 {
 }
 
 // onReceive counts n bytes of a sequenced packet from c.
-func (f *fairShare) onReceive(cfg *Config, c *Conn, now Time, n int, ce bool, sentAt Time) {
+func (f *fairShare) onReceive(cfg *Config, c *Conn, now verbs.Time, n int, ce bool, sentAt verbs.Time) {
 	if !f.enabled(cfg) {
 		return
 	}
@@ -181,7 +183,7 @@ func (f *fairShare) hintMbps(cfg *Config, c *Conn) uint32 {
 // a queue drains, ACKs (their marks, their hints) go out within AckDelay,
 // which is what converges an incast in a few RTTs. The sender's in-flight
 // cap follows the longer hold through its smoothed RTT (connLimit).
-func (f *fairShare) ackHold(cfg *Config, c *Conn, now Time) time.Duration {
+func (f *fairShare) ackHold(cfg *Config, c *Conn, now verbs.Time) time.Duration {
 	d := cfg.AckDelay
 	if f.scale != 1 || now.Sub(c.share.joined) < 8*cfg.HintInterval {
 		// Draining, no interval measured yet, hints off, or c only
@@ -210,7 +212,7 @@ func (f *fairShare) remove(cfg *Config, c *Conn) {
 
 // roll ends the interval: classify every active connection by what it
 // sent, drop the idle ones, and water-fill again.
-func (f *fairShare) roll(cfg *Config, now Time) {
+func (f *fairShare) roll(cfg *Config, now verbs.Time) {
 	elapsed := now.Sub(f.start).Seconds()
 	keep := f.active[:0]
 	for _, c := range f.active {

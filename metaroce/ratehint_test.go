@@ -3,6 +3,8 @@ package metaroce
 import (
 	"testing"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 func shareConfig() Config {
@@ -18,7 +20,7 @@ func TestFairShareEvenSplit(t *testing.T) {
 	conns := make([]*Conn, 4)
 	for i := range conns {
 		conns[i] = &Conn{}
-		f.onReceive(&cfg, conns[i], Time(i), 1000, false, 0)
+		f.onReceive(&cfg, conns[i], verbs.Time(i), 1000, false, 0)
 		if got, want := f.hintMbps(&cfg, conns[i]), uint32(100e3/(i+1)); got != want {
 			t.Fatalf("after %d senders: hint %d Mbit/s, want %d", i+1, got, want)
 		}
@@ -35,7 +37,7 @@ func TestFairShareHonoursSmallDemand(t *testing.T) {
 	cfg := shareConfig()
 	var f fairShare
 	a, b := &Conn{}, &Conn{}
-	now := Time(0)
+	now := verbs.Time(0)
 	f.onReceive(&cfg, a, now, 1000, false, 0)
 	f.onReceive(&cfg, b, now, 1000, false, 0)
 	// Several intervals: b sends 5 Gb/s, a sends whatever it is given.
@@ -64,7 +66,7 @@ func TestFairShareForgetsIdle(t *testing.T) {
 	f.onReceive(&cfg, a, 0, 1000, false, 0)
 	f.onReceive(&cfg, b, 0, 1000, false, 0)
 	for i := 1; i <= 3; i++ {
-		f.onReceive(&cfg, a, Time(i)*Time(time.Millisecond), 1000, false, 0)
+		f.onReceive(&cfg, a, verbs.Time(i)*verbs.Time(time.Millisecond), 1000, false, 0)
 	}
 	// a sends little, so its own hint follows its demand; the level an
 	// unlimited sender would get is the whole link again.
@@ -82,7 +84,7 @@ func TestFairShareDrainsOnMarks(t *testing.T) {
 	cfg := shareConfig()
 	var f fairShare
 	a := &Conn{}
-	now := Time(0)
+	now := verbs.Time(0)
 	f.onReceive(&cfg, a, now, 1000, true, 0)
 	now = now.Add(cfg.HintInterval)
 	f.onReceive(&cfg, a, now, 1000, true, 0)
@@ -126,7 +128,7 @@ func TestFairShareAckHold(t *testing.T) {
 		t.Fatalf("hold %v before any interval was measured, want AckDelay", d)
 	}
 	// Everyone sends its share, unmarked, for a while: no queue here.
-	now := Time(0)
+	now := verbs.Time(0)
 	step := cfg.HintInterval
 	for k := 0; k < 20; k++ {
 		now = now.Add(step)

@@ -15,32 +15,6 @@
 // for concurrent use.
 package metaroce
 
-import "time"
-
-// Time is a monotonic timestamp in nanoseconds. Its origin is chosen by the
-// caller (virtual time in the simulator, a monotonic clock in real backends);
-// the core only ever subtracts and compares Times.
-type Time int64
-
-// Add returns t+d.
-func (t Time) Add(d time.Duration) Time { return t + Time(d) }
-
-// Sub returns t-u as a Duration.
-func (t Time) Sub(u Time) time.Duration { return time.Duration(t - u) }
-
-// Never is a deadline that never arrives.
-const Never Time = 1<<63 - 1
-
-// PathID indexes a path within a connection (0..NumPaths-1).
-type PathID uint16
-
-// PlaneID names a fabric plane (one NIC port per plane on each host).
-type PlaneID uint8
-
-// Entropy is the value a backend puts in the UDP source port of a path's
-// packets, so that ECMP hashing routes each path separately.
-type Entropy uint16
-
 // ConnID identifies a connection at one endpoint. Each direction of a
 // connection uses the id chosen by the receiving side; 0 is never a valid id.
 type ConnID uint32
@@ -62,8 +36,3 @@ type NodeID uint64
 // Incarnation distinguishes successive lives of one NodeID: a restarted
 // endpoint must pick a new value (backends use a random or boot-time value).
 type Incarnation uint32
-
-// PeerHandle is the backend's opaque name for a remote endpoint (an index
-// into the backend's address table, a simulator host id). The core only
-// passes it back in TxMeta.
-type PeerHandle uint32

@@ -1,6 +1,10 @@
 package metaroce
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // AckPrefixLen is the size of the ACK extension's fixed part.
 const AckPrefixLen = 4
@@ -53,13 +57,13 @@ type SackBitmap [sackWords]uint64
 // full block's first two bytes are those of a 16-bit path_id below 256,
 // which is how version 1 first wrote them.)
 type AckBlock struct {
-	Path     PathID
+	Path     verbs.PathID
 	PathGen  uint16
 	Cum      PSN
 	Sack     SackBitmap
 	ECNCount uint32
 	RateHint uint32
-	TSEcho   Time
+	TSEcho   verbs.Time
 }
 
 // MaxAckBlocks is the most blocks one ACK may carry (bounded by the count
@@ -160,7 +164,7 @@ func (a *AckBlock) Decode(b []byte) (int, error) {
 	if len(b) < n {
 		return 0, ErrShort
 	}
-	a.Path = PathID(b[1])
+	a.Path = verbs.PathID(b[1])
 	a.PathGen = binary.BigEndian.Uint16(b[2:])
 	a.Cum = PSN(binary.BigEndian.Uint32(b[4:]))
 	o := 8
@@ -174,6 +178,6 @@ func (a *AckBlock) Decode(b []byte) (int, error) {
 	}
 	a.ECNCount = binary.BigEndian.Uint32(b[o:])
 	a.RateHint = binary.BigEndian.Uint32(b[o+4:])
-	a.TSEcho = Time(binary.BigEndian.Uint64(b[o+8:]))
+	a.TSEcho = verbs.Time(binary.BigEndian.Uint64(b[o+8:]))
 	return n, nil
 }

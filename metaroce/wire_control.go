@@ -1,6 +1,10 @@
 package metaroce
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // NakLen is the size of the NAK extension.
 const NakLen = 20
@@ -19,11 +23,11 @@ const NakLen = 20
 //	12   4  msg_seq   message the packet belonged to
 //	16   4  rnr_ns    for RNR: the receiver's suggested back-off, ns (0 = sender's default)
 type NakBody struct {
-	Path    PathID
+	Path    verbs.PathID
 	PathGen uint16
 	PSN     PSN
 	Stream  StreamID
-	Status  Status
+	Status  verbs.Status
 	MsgSeq  MsgSeq
 	RNRWait uint32
 }
@@ -46,15 +50,15 @@ func (n *NakBody) Decode(body []byte) error {
 	if len(body) != NakLen {
 		return ErrLength
 	}
-	n.Path = PathID(binary.BigEndian.Uint16(body[0:]))
+	n.Path = verbs.PathID(binary.BigEndian.Uint16(body[0:]))
 	n.PathGen = binary.BigEndian.Uint16(body[2:])
 	n.PSN = PSN(binary.BigEndian.Uint32(body[4:]))
 	n.Stream = StreamID(binary.BigEndian.Uint16(body[8:]))
-	n.Status = Status(body[10])
+	n.Status = verbs.Status(body[10])
 	if body[11] != 0 {
 		return ErrField
 	}
-	if !n.Status.nakable() {
+	if !nakable(n.Status) {
 		return ErrField
 	}
 	n.MsgSeq = MsgSeq(binary.BigEndian.Uint32(body[12:]))

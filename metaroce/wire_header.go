@@ -3,6 +3,8 @@ package metaroce
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Wire format, version 1. docs/protocol.md is the normative description;
@@ -139,10 +141,10 @@ type Header struct {
 	DstConn     ConnID
 	SrcConn     ConnID
 	Incarnation Incarnation
-	Path        PathID
+	Path        verbs.PathID
 	PathGen     uint16
 	PSN         PSN
-	Timestamp   Time
+	Timestamp   verbs.Time
 }
 
 // Errors returned by the decoders. Decoders never panic on any input.
@@ -194,10 +196,10 @@ func (h *Header) Decode(b []byte) error {
 	h.DstConn = ConnID(binary.BigEndian.Uint32(b[4:]))
 	h.SrcConn = ConnID(binary.BigEndian.Uint32(b[8:]))
 	h.Incarnation = Incarnation(binary.BigEndian.Uint32(b[12:]))
-	h.Path = PathID(binary.BigEndian.Uint16(b[16:]))
+	h.Path = verbs.PathID(binary.BigEndian.Uint16(b[16:]))
 	h.PathGen = binary.BigEndian.Uint16(b[18:])
 	h.PSN = PSN(binary.BigEndian.Uint32(b[20:]))
-	h.Timestamp = Time(binary.BigEndian.Uint64(b[24:]))
+	h.Timestamp = verbs.Time(binary.BigEndian.Uint64(b[24:]))
 	return nil
 }
 

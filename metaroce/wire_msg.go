@@ -1,6 +1,10 @@
 package metaroce
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // MsgHeaderLen is the size of the message extension carried by WRITE,
 // WRITE_IMM, SEND, SEND_IMM, READ_REQ and READ_RESP packets.
@@ -28,7 +32,7 @@ type MsgHeader struct {
 	RecvSeq    MsgSeq
 	Offset     uint32
 	MsgLen     uint32
-	RKey       RKey
+	RKey       verbs.RKey
 	RemoteAddr uint64
 	Imm        uint32
 }
@@ -62,7 +66,7 @@ func (m *MsgHeader) Decode(b []byte) error {
 	m.RecvSeq = MsgSeq(binary.BigEndian.Uint32(b[8:]))
 	m.Offset = binary.BigEndian.Uint32(b[12:])
 	m.MsgLen = binary.BigEndian.Uint32(b[16:])
-	m.RKey = RKey(binary.BigEndian.Uint32(b[20:]))
+	m.RKey = verbs.RKey(binary.BigEndian.Uint32(b[20:]))
 	m.RemoteAddr = binary.BigEndian.Uint64(b[24:])
 	m.Imm = binary.BigEndian.Uint32(b[32:])
 	if binary.BigEndian.Uint32(b[36:]) != 0 {

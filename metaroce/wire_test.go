@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,12 +45,12 @@ func TestWireConstants(t *testing.T) {
 	require.Equal(t, uintptr(4), unsafe.Sizeof(PSN(0)))
 	require.Equal(t, uintptr(4), unsafe.Sizeof(ConnID(0)))
 	require.Equal(t, uintptr(4), unsafe.Sizeof(Incarnation(0)))
-	require.Equal(t, uintptr(2), unsafe.Sizeof(PathID(0)))
+	require.Equal(t, uintptr(2), unsafe.Sizeof(verbs.PathID(0)))
 	require.Equal(t, uintptr(2), unsafe.Sizeof(StreamID(0)))
 	require.Equal(t, uintptr(4), unsafe.Sizeof(MsgSeq(0)))
-	require.Equal(t, uintptr(4), unsafe.Sizeof(RKey(0)))
+	require.Equal(t, uintptr(4), unsafe.Sizeof(verbs.RKey(0)))
 	require.Equal(t, uintptr(8), unsafe.Sizeof(NodeID(0)))
-	require.Equal(t, uintptr(1), unsafe.Sizeof(Status(0)))
+	require.Equal(t, uintptr(1), unsafe.Sizeof(verbs.Status(0)))
 }
 
 func TestOpcodeTable(t *testing.T) {
@@ -291,7 +292,7 @@ func TestMsgHeaderDecodeErrors(t *testing.T) {
 
 func wtAckBlock(i int) AckBlock {
 	return AckBlock{
-		Path:     PathID(0x02 + i%250),
+		Path:     verbs.PathID(0x02 + i%250),
 		PathGen:  0x0304,
 		Cum:      0x11121314,
 		Sack:     SackBitmap{0x2122232425262728, 0x3132333435363738, 0x4142434445464748, 0x5152535455565758},
@@ -515,7 +516,7 @@ func TestAckPrefixDecodeErrors(t *testing.T) {
 
 func TestNakRoundTripAndGoldenLayout(t *testing.T) {
 	n := NakBody{Path: 0x0102, PathGen: 0x0304, PSN: 0x11121314, Stream: 0x2122,
-		Status: StatusReceiverNotReady, MsgSeq: 0x31323334, RNRWait: 0x41424344}
+		Status: verbs.StatusReceiverNotReady, MsgSeq: 0x31323334, RNRWait: 0x41424344}
 	b := make([]byte, NakLen)
 	for i := range b {
 		b[i] = 0xEE
@@ -524,7 +525,7 @@ func TestNakRoundTripAndGoldenLayout(t *testing.T) {
 	want, err := hex.DecodeString("0102" + "0304" + "11121314" + "2122" + "09" + "00" + "31323334" + "41424344")
 	require.NoError(t, err)
 	require.Equal(t, want, b)
-	require.Equal(t, byte(StatusReceiverNotReady), b[10])
+	require.Equal(t, byte(verbs.StatusReceiverNotReady), b[10])
 	require.Zero(t, b[11])
 
 	var g NakBody
@@ -532,20 +533,20 @@ func TestNakRoundTripAndGoldenLayout(t *testing.T) {
 	require.Equal(t, n, g)
 
 	// Exactly the statuses a receiver can refuse a packet with.
-	nakable := map[Status]bool{
-		StatusLocalLengthError: true, StatusRemoteAccessError: true, StatusRemoteOpError: true,
-		StatusRemoteInvalidReq: true, StatusReceiverNotReady: true,
+	nakable := map[verbs.Status]bool{
+		verbs.StatusLocalLengthError: true, verbs.StatusRemoteAccessError: true, verbs.StatusRemoteOpError: true,
+		verbs.StatusRemoteInvalidReq: true, verbs.StatusReceiverNotReady: true,
 	}
-	require.Equal(t, Status(1), StatusLocalLengthError)
-	require.Equal(t, Status(3), StatusRemoteAccessError)
-	require.Equal(t, Status(4), StatusRemoteOpError)
-	require.Equal(t, Status(8), StatusRemoteInvalidReq)
-	require.Equal(t, Status(9), StatusReceiverNotReady)
+	require.Equal(t, verbs.Status(1), verbs.StatusLocalLengthError)
+	require.Equal(t, verbs.Status(3), verbs.StatusRemoteAccessError)
+	require.Equal(t, verbs.Status(4), verbs.StatusRemoteOpError)
+	require.Equal(t, verbs.Status(8), verbs.StatusRemoteInvalidReq)
+	require.Equal(t, verbs.Status(9), verbs.StatusReceiverNotReady)
 	for v := 0; v < 256; v++ {
-		n.Status = Status(v)
+		n.Status = verbs.Status(v)
 		n.Put(b)
 		err := g.Decode(b)
-		if nakable[Status(v)] {
+		if nakable[verbs.Status(v)] {
 			require.NoError(t, err, "status %d", v)
 			require.Equal(t, n, g)
 		} else {
@@ -555,7 +556,7 @@ func TestNakRoundTripAndGoldenLayout(t *testing.T) {
 }
 
 func TestNakDecodeErrors(t *testing.T) {
-	n := NakBody{Status: StatusRemoteAccessError}
+	n := NakBody{Status: verbs.StatusRemoteAccessError}
 	good := make([]byte, NakLen)
 	n.Put(good)
 	var g NakBody
@@ -568,7 +569,7 @@ func TestNakDecodeErrors(t *testing.T) {
 	b[11] = 1
 	require.ErrorIs(t, g.Decode(b), ErrField, "reserved byte")
 	b = append([]byte(nil), good...)
-	b[10] = byte(StatusSuccess)
+	b[10] = byte(verbs.StatusSuccess)
 	require.ErrorIs(t, g.Decode(b), ErrField, "success is not a refusal")
 }
 

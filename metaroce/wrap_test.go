@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,10 +31,10 @@ func TestSequenceWraparound(t *testing.T) {
 	w.drop = func(int, []byte) bool { return rng.Float64() < 0.05 }
 
 	pa, pb := a.AllocPD(), b.AllocPD()
-	cq := NewCompletionQueue(16)
-	qa, err := ca.CreateQP(0, QPAttr{PD: pa, SendCQ: cq})
+	cq := verbs.NewCompletionQueue(16)
+	qa, err := ca.CreateQP(0, verbs.QPAttr{PD: pa, SendCQ: cq})
 	require.NoError(t, err)
-	_, err = cb.CreateQP(0, QPAttr{PD: pb})
+	_, err = cb.CreateQP(0, verbs.QPAttr{PD: pb})
 	require.NoError(t, err)
 	src := make([]byte, 4<<20)
 	for i := range src {
@@ -42,12 +43,12 @@ func TestSequenceWraparound(t *testing.T) {
 	dst := make([]byte, len(src))
 	ms, err := pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	md, err := pb.RegisterMR(dst, AccessLocalWrite|AccessRemoteWrite)
+	md, err := pb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
-	require.NoError(t, qa.PostSend(w.now, SendWR{ID: 1, Opcode: WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: md.Addr(), RKey: md.RKey()}))
-	var wc [1]WorkCompletion
+	require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: md.Addr(), RKey: md.RKey()}))
+	var wc [1]verbs.WorkCompletion
 	w.runUntil(t, func() bool { return cq.Poll(wc[:]) == 1 }, 10e9)
-	require.Equal(t, StatusSuccess, wc[0].Status)
+	require.Equal(t, verbs.StatusSuccess, wc[0].Status)
 	require.Equal(t, src, dst)
 	for i := range ca.tx {
 		// Every path went well past the wrap.

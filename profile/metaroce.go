@@ -3,8 +3,10 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
+	"github.com/metaroce/metaroce/internal/keys"
 	mr "github.com/metaroce/metaroce/metaroce"
 )
 
@@ -12,30 +14,13 @@ import (
 // (zero fields take the core's defaults). The caller sets the identity
 // (Node, Incarnation), AcceptIncoming and the queue depths.
 func (m Metaroce) Core() mr.Config {
-	return mr.Config{
-		Paths: m.Paths, Planes: m.Planes, MTU: m.MTU, PathWindow: m.PathWindow, AckEvery: m.AckEvery,
-		EntropyBase: mr.Entropy(m.EntropyBase), LinkRateBps: m.LinkGbps * 1e9, AckDelay: m.AckDelay,
-		MinRTO: m.MinRTO, MaxRTO: m.MaxRTO, MinWindow: m.MinWindow, ECNGain: m.ECNGain,
-		HintUtilization: m.HintUtilization, HintInterval: m.HintInterval, InflightRTTs: m.InflightRTTs,
-		InitialInflight: m.InitialInflight, PathFailAfter: m.PathFailAfter, PathReprobe: m.PathReprobe,
-		PathLossFail: m.PathLossFail, RerollRounds: m.RerollRounds, DisableCC: m.DisableCC,
-	}
+	c := m.Config
+	c.LinkRateBps = m.LinkGbps * 1e9
+	return c
 }
 
-// coreKeys names the profile key of each core field the profile sets.
-var coreKeys = map[string]string{
-	"Paths": "metaroce.paths", "Planes": "metaroce.planes", "MTU": "metaroce.mtu",
-	"PathWindow": "metaroce.path_window", "AckEvery": "metaroce.ack_every",
-	"EntropyBase": "metaroce.entropy_base", "LinkRateBps": "metaroce.link_gbps",
-	"AckDelay": "metaroce.ack_delay", "MinRTO": "metaroce.min_rto", "MaxRTO": "metaroce.max_rto",
-	"MinWindow": "metaroce.min_window", "ECNGain": "metaroce.ecn_gain",
-	"HintUtilization": "metaroce.hint_utilization", "HintInterval": "metaroce.hint_interval",
-	"InflightRTTs": "metaroce.inflight_rtts", "InitialInflight": "metaroce.initial_inflight",
-	"PathFailAfter": "metaroce.path_fail_after", "PathReprobe": "metaroce.path_reprobe",
-	"PathLossFail": "metaroce.path_loss_fail", "RerollRounds": "metaroce.reroll_rounds",
-}
-
-// validateCore lets the core judge the parameters, and names the key.
+// validateCore lets the core judge the parameters, and names the key: the
+// core reports a field by its Go name, whose key its tag gives.
 func (m Metaroce) validateCore() error {
 	err := m.Core().Defaults().Validate()
 	if err == nil {
@@ -44,8 +29,11 @@ func (m Metaroce) validateCore() error {
 	var ce *mr.ConfigError
 	if errors.As(err, &ce) {
 		msg := "is " + strings.TrimPrefix(ce.Msg, "= ")
-		if k, ok := coreKeys[ce.Field]; ok {
-			return bad(k, "%s", msg)
+		if ce.Field == "LinkRateBps" {
+			return bad("metaroce.link_gbps", "%s (in bit/s)", msg)
+		}
+		if k, ok := keys.KeyOf(reflect.TypeOf(mr.Config{}), ce.Field); ok {
+			return bad("metaroce."+k, "%s", msg)
 		}
 		return bad("metaroce", "%s %s", ce.Field, msg)
 	}

@@ -8,6 +8,9 @@ package profile
 
 import (
 	"time"
+
+	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/rocev2"
 )
 
 // Backend is the data path a profile runs on.
@@ -125,45 +128,32 @@ type DPDKImpair struct {
 	Seed    int     `key:"seed"`
 }
 
-// Metaroce holds the metaroce transport's parameters (metaroce.Config).
-// Those after EntropyBase tune congestion control and path health
-// (docs/congestion.md has each one's meaning and default); 0 or empty
-// takes the core's default.
+// Metaroce holds the metaroce transport's parameters: the core's own
+// Config, whose `key` tags name the keys (metaroce.paths,
+// metaroce.path_window, ...: the same names as the experiment files'
+// transport.metaroce section; docs/config-keys.md lists them all), and the
+// link rate in the profile's unit. 0 or empty takes the core's default;
+// the fields without a key tag (identity, queue depths) are the command's
+// to set.
 type Metaroce struct {
-	Paths       int `key:"paths"`
-	Planes      int `key:"planes"`
-	MTU         int `key:"mtu"`
-	PathWindow  int `key:"path_window"`
-	AckEvery    int `key:"ack_every"`
-	EntropyBase int `key:"entropy_base"`
-
+	mr.Config `key:",inline"`
 	// LinkGbps is this endpoint's link rate, all ports together: the
 	// receiver shares it among its senders (rate hints). 0: unknown, no
 	// hints, senders rely on ECN alone.
-	LinkGbps        float64       `key:"link_gbps"`
-	AckDelay        time.Duration `key:"ack_delay"`        // default 5µs
-	MinRTO          time.Duration `key:"min_rto"`          // default 50µs
-	MaxRTO          time.Duration `key:"max_rto"`          // default 100ms
-	MinWindow       int           `key:"min_window"`       // default 1 packet
-	ECNGain         float64       `key:"ecn_gain"`         // default 1/16
-	HintUtilization float64       `key:"hint_utilization"` // default 0.97
-	HintInterval    time.Duration `key:"hint_interval"`    // default 16µs
-	InflightRTTs    float64       `key:"inflight_rtts"`    // default 4
-	InitialInflight int           `key:"initial_inflight"` // default 1 packet
-	PathFailAfter   int           `key:"path_fail_after"`  // default 3 timeouts
-	PathReprobe     time.Duration `key:"path_reprobe"`     // default 200µs
-	PathLossFail    float64       `key:"path_loss_fail"`   // default 0.4
-	RerollRounds    int           `key:"reroll_rounds"`    // default 8; -1 never
-	DisableCC       bool          `key:"disable_cc"`       // fixed windows, no hints, no pacing
+	LinkGbps float64 `key:"link_gbps"`
 }
 
-// RoCEv2 holds the baseline's parameters (rocev2.Config).
+// RoCEv2 holds the baseline's parameters: the core's own Config, whose
+// `key` tags name the keys (rocev2.mtu, rocev2.ack_timeout_code,
+// rocev2.dcqcn.disable, ...), as in the experiment files' transport.rocev2
+// section. The fields without a key tag are the command's to set.
 type RoCEv2 struct {
-	MTU            int  `key:"mtu"`
-	AckTimeoutCode int  `key:"ack_timeout_code"`
-	RetryCount     int  `key:"retry_count"`
-	DCQCN          bool `key:"dcqcn"`
+	rocev2.Config `key:",inline"`
 }
+
+// Core returns the baseline core's configuration for these parameters;
+// the caller sets the addresses, AcceptIncoming and the queue depths.
+func (r RoCEv2) Core() rocev2.Config { return r.Config }
 
 // Perf holds what the perftest-style tools take from the profile.
 type Perf struct {
@@ -214,8 +204,8 @@ func Default() Config {
 		Name: "default", Backend: BackendUDP, Transport: TransportMetaroce,
 		UDP: UDP{ServerIP: "127.0.0.1", ClientIP: "127.0.0.2", Port: 4794, RoCEv2Port: 4791, Burst: 32,
 			SocketBuffer: 4 << 20, Seed: 1},
-		Metaroce: Metaroce{Paths: 8, Planes: 1, MTU: 4096, PathWindow: 64, AckEvery: 8, EntropyBase: 49152},
-		RoCEv2:   RoCEv2{MTU: 4096, AckTimeoutCode: 8, RetryCount: 7, DCQCN: true},
+		Metaroce: Metaroce{Config: mr.Config{Paths: 8, Planes: 1, MTU: 4096, PathWindow: 64, AckEvery: 8, EntropyBase: 49152}},
+		RoCEv2:   RoCEv2{Config: rocev2.Config{MTU: 4096, AckTimeoutCode: 8, RetryCount: 7}},
 		Perf:     Perf{TCPPort: 18515, TxDepth: 128, RxDepth: 512},
 		Bench: Bench{Test: "write_bw", Duration: 2 * time.Second, Transports: []string{"metaroce", "rocev2"},
 			Sweep: Sweep{Loss: []float64{0}, Size: []int{65536}, Paths: []int{8}, QPs: []int{1}}, Plot: "bench.png"},

@@ -18,18 +18,21 @@ func TestSetConverts(t *testing.T) {
 	c := Default()
 	f := c.Fields()
 	for k, raw := range map[string]any{
-		"udp.loss": "1%", "metaroce.paths": "16", "bench.duration": "500ms", "rocev2.dcqcn": "false",
+		"udp.loss": "1%", "metaroce.paths": "16", "bench.duration": "500ms", "rocev2.dcqcn.disable": "true",
+		"metaroce.entropy_base": "50000", "rocev2.ack_timeout_code": 12,
 		"bench.sweep.loss": []any{0, 0.01}, "bench.sweep.size": "4096,65536", "dpdk.eal": []any{"-l", "0-1"},
 	} {
 		if err := Set(f[k], raw); err != nil {
 			t.Fatalf("%s=%v: %v", k, raw, err)
 		}
 	}
-	if c.UDP.Loss != 0.01 || c.Metaroce.Paths != 16 || c.Bench.Duration != 500*time.Millisecond || c.RoCEv2.DCQCN ||
+	if c.UDP.Loss != 0.01 || c.Metaroce.Paths != 16 || c.Bench.Duration != 500*time.Millisecond || !c.RoCEv2.DCQCN.Disable ||
+		c.Metaroce.EntropyBase != 50000 || c.RoCEv2.AckTimeoutCode != 12 ||
 		len(c.Bench.Sweep.Loss) != 2 || c.Bench.Sweep.Size[1] != 65536 || c.DPDK.EAL[1] != "0-1" {
 		t.Fatalf("%+v", c)
 	}
-	for k, raw := range map[string]any{"udp.loss": "lots", "metaroce.paths": 1.5, "bench.duration": 3, "name": 4} {
+	for k, raw := range map[string]any{"udp.loss": "lots", "metaroce.paths": 1.5, "bench.duration": 3, "name": 4,
+		"metaroce.entropy_base": 70000, "rocev2.ack_timeout_code": -1} {
 		if err := Set(f[k], raw); err == nil {
 			t.Errorf("%s=%v: no error", k, raw)
 		}
@@ -80,6 +83,12 @@ func TestMetaroceCoreKeysValidated(t *testing.T) {
 		}
 	}
 	c := Default()
+	c.RoCEv2.DCQCN.G = 2
+	var fe *FieldError
+	if err := c.Validate(); !errors.As(err, &fe) || fe.Key != "rocev2.dcqcn.g" {
+		t.Errorf("rocev2.dcqcn.g: got %v, want a FieldError for that key", err)
+	}
+	c = Default()
 	c.Metaroce.LinkGbps, c.Metaroce.HintInterval = 100, 32*time.Microsecond
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

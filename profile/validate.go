@@ -55,8 +55,8 @@ func (c *Config) Validate() error {
 		{"metaroce.mtu", c.Metaroce.MTU, 256, 9000},
 		{"metaroce.path_window", c.Metaroce.PathWindow, 1, 256},
 		{"metaroce.ack_every", c.Metaroce.AckEvery, 1, 256},
-		{"metaroce.entropy_base", c.Metaroce.EntropyBase, 1024, 65535},
-		{"rocev2.ack_timeout_code", c.RoCEv2.AckTimeoutCode, 1, 31},
+		{"metaroce.entropy_base", int(c.Metaroce.EntropyBase), 1024, 65535},
+		{"rocev2.ack_timeout_code", int(c.RoCEv2.AckTimeoutCode), 1, 31},
 		{"rocev2.retry_count", c.RoCEv2.RetryCount, 0, 255},
 		{"perf.tcp_port", c.Perf.TCPPort, 0, 65535},
 		{"perf.tx_depth", c.Perf.TxDepth, 1, 15000},
@@ -71,7 +71,10 @@ func (c *Config) Validate() error {
 	if err := c.Metaroce.validateCore(); err != nil {
 		return err
 	}
-	if c.Metaroce.EntropyBase+c.Metaroce.Paths > 65536 {
+	if err := c.RoCEv2.validateCore(); err != nil {
+		return err
+	}
+	if int(c.Metaroce.EntropyBase)+c.Metaroce.Paths > 65536 {
 		return bad("metaroce.entropy_base", "%d leaves no room for %d paths", c.Metaroce.EntropyBase, c.Metaroce.Paths)
 	}
 	if !(u.Loss >= 0 && u.Loss <= 1) {

@@ -1,6 +1,10 @@
 package rocev2
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // The packet-path workloads below are shared by the benchmarks (ns and
 // allocations per packet) and by TestPacketPathAllocatesNothing, which
@@ -22,8 +26,8 @@ func writePath(tb testing.TB) func(n int) {
 	}
 	const msg = 64 << 10
 	src, _ := d.qa.pd.RegisterMR(make([]byte, msg), 0)
-	dst, _ := d.qb.pd.RegisterMR(make([]byte, 4*msg), AccessLocalWrite|AccessRemoteWrite)
-	wcs := make([]WorkCompletion, 16)
+	dst, _ := d.qb.pd.RegisterMR(make([]byte, 4*msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	wcs := make([]verbs.WorkCompletion, 16)
 	outstanding, id := 0, uint64(0)
 	return func(packets int) {
 		target := dataPackets + packets
@@ -31,7 +35,7 @@ func writePath(tb testing.TB) func(n int) {
 			for outstanding < 4 {
 				id++
 				off := uint64(id%4) * msg
-				if err := d.qa.PostSend(d.now, SendWR{ID: id, Opcode: WRWrite, Local: src.SGE(0, msg),
+				if err := d.qa.PostSend(d.now, verbs.SendWR{ID: id, Opcode: verbs.WRWrite, Local: src.SGE(0, msg),
 					RemoteAddr: dst.Addr() + off, RKey: dst.RKey()}); err != nil {
 					tb.Fatal(err)
 				}
@@ -40,7 +44,7 @@ func writePath(tb testing.TB) func(n int) {
 			d.pump()
 			n := d.cqa.Poll(wcs)
 			for _, wc := range wcs[:n] {
-				if wc.Status != StatusSuccess {
+				if wc.Status != verbs.StatusSuccess {
 					tb.Fatal(wc.Status)
 				}
 			}
@@ -56,14 +60,14 @@ func writePath(tb testing.TB) func(n int) {
 func dcqcnPath(tb testing.TB) func(n int) {
 	d := newDirectPair(tb, Config{MTU: 4096})
 	src, _ := d.qa.pd.RegisterMR(make([]byte, 64<<10), 0)
-	dst, _ := d.qb.pd.RegisterMR(make([]byte, 64<<10), AccessLocalWrite|AccessRemoteWrite)
-	wcs := make([]WorkCompletion, 16)
+	dst, _ := d.qb.pd.RegisterMR(make([]byte, 64<<10), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	wcs := make([]verbs.WorkCompletion, 16)
 	sent := 0
 	buf := make([]byte, d.a.MaxPacketLen())
 	eps := []*Endpoint{d.a, d.b}
 	step := func() {
 		if d.qa.OutstandingSends() < 2 {
-			_ = d.qa.PostSend(d.now, SendWR{Opcode: WRWrite, Local: src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+			_ = d.qa.PostSend(d.now, verbs.SendWR{Opcode: verbs.WRWrite, Local: src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
 		}
 		for {
 			m, ok := d.a.NextPacket(d.now, buf)
@@ -71,14 +75,14 @@ func dcqcnPath(tb testing.TB) func(n int) {
 				break
 			}
 			sent++
-			d.b.Receive(d.now, buf[:m.Len], RxMeta{Peer: 0, CE: true})
+			d.b.Receive(d.now, buf[:m.Len], verbs.RxMeta{Peer: 0, CE: true})
 		}
 		for {
 			m, ok := d.b.NextPacket(d.now, buf)
 			if !ok {
 				break
 			}
-			d.a.Receive(d.now, buf[:m.Len], RxMeta{Peer: 1})
+			d.a.Receive(d.now, buf[:m.Len], verbs.RxMeta{Peer: 1})
 		}
 		d.now = max(d.now+1, min(d.a.NextDeadline(), d.b.NextDeadline()))
 		for _, e := range eps {

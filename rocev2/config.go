@@ -4,25 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
-
-// Time, the packet metadata and peer handles are metaroce's: a backend
-// drives both transports with the same values.
-type (
-	Time       = mr.Time
-	RxMeta     = mr.RxMeta
-	TxMeta     = mr.TxMeta
-	PeerHandle = mr.PeerHandle
-)
-
-// Never is a deadline that never arrives.
-const Never = mr.Never
 
 // DefaultPeerIP is the address Config.PeerIP gives peer handle h when the
 // backend supplies none: 10.0.0.(h+1), so that in a two-endpoint setup
 // handle 0 is 10.0.0.1 and handle 1 is 10.0.0.2.
-func DefaultPeerIP(h PeerHandle) IPv4 {
+func DefaultPeerIP(h verbs.PeerHandle) IPv4 {
 	v := uint32(h) + 1
 	return IPv4{10, byte(v >> 16), byte(v >> 8), byte(v)}
 }
@@ -31,46 +19,52 @@ func DefaultPeerIP(h PeerHandle) IPv4 {
 // "use the default"; Defaults documents each default and Validate names the
 // field that is out of range. Where the field exists in verbs, its name and
 // units follow ibv_qp_attr.
+//
+// The `key` tags name each tunable parameter, once for both front ends:
+// the profiles (rocev2.<key>) and the experiment files
+// (transport.rocev2.<key>) derive their keys from them (internal/keys);
+// DCQCN is the section rocev2.dcqcn. A field without a tag is the
+// program's to set (addresses, line rate, queue depths, numbering).
 type Config struct {
 	// LocalIP is this endpoint's IPv4 address and PeerIP maps a peer handle
 	// to the peer's: both enter the ICRC (see ComputeICRC) and the CM's
 	// path GIDs. Defaults: 10.0.0.1 and DefaultPeerIP.
 	LocalIP IPv4
-	PeerIP  func(PeerHandle) IPv4
+	PeerIP  func(verbs.PeerHandle) IPv4
 
 	// MTU is the path MTU: payload bytes per packet, one of 256, 512, 1024,
 	// 2048, 4096. A connection uses the smaller of both sides'. Default 4096.
-	MTU int
+	MTU int `key:"mtu"`
 	// PKey is the partition key sent in every BTH. Default 0xFFFF.
 	PKey uint16
 
 	// AckTimeoutCode is the local ACK timeout as an IB code (ibv_qp_attr
 	// timeout): 4.096 µs * 2^code, 1..31. Default 8 (1.05 ms), close to
 	// metaroce's initial RTO; perftest uses 14 (67 ms).
-	AckTimeoutCode uint8
+	AckTimeoutCode uint8 `key:"ack_timeout_code"`
 	// RetryCount is how often a requester retries after a local ACK
 	// timeout, a PSN sequence NAK or a missing READ response before the
 	// work request fails with StatusRetryExceeded (ibv_qp_attr retry_cnt,
 	// 0..7 in the IBA). Values up to 255 are accepted as an extension for
 	// experiments on very lossy links; the CM carries min(value, 7).
 	// Default 7.
-	RetryCount int
+	RetryCount int `key:"retry_count"`
 	// RNRRetry is how often a requester retries after an RNR NAK
 	// (ibv_qp_attr rnr_retry, 0..7; 7 means without limit, as in the IBA).
 	// Default 7.
-	RNRRetry int
+	RNRRetry int `key:"rnr_retry"`
 	// MinRNRTimer is the RNR NAK timer code this endpoint's responder
 	// sends (ibv_qp_attr min_rnr_timer, IBA Table 45). Default 12 (0.64 ms,
 	// perftest's value).
-	MinRNRTimer uint8
+	MinRNRTimer uint8 `key:"min_rnr_timer"`
 	// AckReqEvery: the requester sets AckReq on the last packet of every
 	// message and on every AckReqEvery-th packet of a long one, so ACKs
 	// come at least that often. Default 8.
-	AckReqEvery int
+	AckReqEvery int `key:"ack_req_every"`
 	// MaxRdAtomic bounds the READ requests a requester has outstanding
 	// (ibv_qp_attr max_rd_atomic; the CM negotiates it down to the peer's
 	// responder resources). Default 16, ConnectX's maximum.
-	MaxRdAtomic int
+	MaxRdAtomic int `key:"max_rd_atomic"`
 
 	// SendQueueDepth and RecvQueueDepth bound the outstanding work requests
 	// of a QP. Defaults 4096 and 4096.
@@ -82,8 +76,8 @@ type Config struct {
 	// ConnectRetry is the interval between CM REQ (and REP) retransmissions
 	// and ConnectRetries how many are sent before the connection fails.
 	// Defaults 1 ms and 15 (the CM's largest Max CM Retries).
-	ConnectRetry   time.Duration
-	ConnectRetries int
+	ConnectRetry   time.Duration `key:"connect_retry"`
+	ConnectRetries int           `key:"connect_retries"`
 
 	// QPNBase is the first QP number allocated; numbers are unique per
 	// endpoint and never 0 or 1. Default 0x100.
@@ -103,7 +97,7 @@ type Config struct {
 	FrameOverhead int
 
 	// DCQCN configures congestion control; see DCQCNConfig.
-	DCQCN DCQCNConfig
+	DCQCN DCQCNConfig `key:"dcqcn"`
 }
 
 // Defaults returns c with every zero field set to its default.
@@ -150,10 +144,24 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// Validate reports the first field out of range, by name.
+// ConfigError is a Config field out of range; Field is its Go name, dotted
+// into DCQCN ("DCQCN.G"), so that a front end can name the key its tag
+// gives.
+type ConfigError struct {
+	Field string
+	Msg   string // what is wrong, without the field's name
+}
+
+func (e *ConfigError) Error() string { return "rocev2: config " + e.Field + " " + e.Msg }
+
+func cfgErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports the first field out of range, by name (a *ConfigError).
 func (c Config) Validate() error {
 	if mtuCode(c.MTU) == 0 {
-		return fmt.Errorf("rocev2: config MTU = %d, want 256, 512, 1024, 2048 or 4096", c.MTU)
+		return cfgErr("MTU", "= %d, want 256, 512, 1024, 2048 or 4096", c.MTU)
 	}
 	type rng struct {
 		name      string
@@ -172,17 +180,17 @@ func (c Config) Validate() error {
 		{"FrameOverhead", c.FrameOverhead, 0, 1 << 10},
 	} {
 		if r.v < r.lo || r.v > r.hi {
-			return fmt.Errorf("rocev2: config %s = %d, want %d..%d", r.name, r.v, r.lo, r.hi)
+			return cfgErr(r.name, "= %d, want %d..%d", r.v, r.lo, r.hi)
 		}
 	}
 	if c.QPNBase < 2 || c.QPNBase > PSNMask {
-		return fmt.Errorf("rocev2: config QPNBase = %#x, want 2..0xFFFFFF", c.QPNBase)
+		return cfgErr("QPNBase", "= %#x, want 2..0xFFFFFF", c.QPNBase)
 	}
 	if c.ConnectRetry <= 0 {
-		return fmt.Errorf("rocev2: config ConnectRetry = %v, want > 0", c.ConnectRetry)
+		return cfgErr("ConnectRetry", "= %v, want > 0", c.ConnectRetry)
 	}
 	if !(c.LineRateBps > 0) || c.LineRateBps > 1e13 {
-		return fmt.Errorf("rocev2: config LineRateBps = %v, want > 0 and <= 1e13", c.LineRateBps)
+		return cfgErr("LineRateBps", "= %v, want > 0 and <= 1e13", c.LineRateBps)
 	}
 	return c.DCQCN.Validate()
 }

@@ -1,10 +1,10 @@
 package rocev2
 
 import (
-	"github.com/metaroce/metaroce/internal/queue"
 	"math"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/internal/queue"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 type connState uint8
@@ -27,12 +27,12 @@ func (s connState) String() string {
 // called on the endpoint's goroutine.
 type Conn struct {
 	ep       *Endpoint
-	peer     PeerHandle
+	peer     verbs.PeerHandle
 	qpn      uint32
 	rqpn     uint32
 	state    connState
 	outbound bool
-	failure  Status
+	failure  verbs.Status
 	mtu      int
 	maxRd    int // READ requests this requester may have outstanding
 	sport    uint16
@@ -42,7 +42,7 @@ type Conn struct {
 	// Connection management.
 	tid          uint64
 	rcommID      uint32 // the peer's communication id
-	retryAt      Time
+	retryAt      verbs.Time
 	tries        int
 	cmOut        queue.Ring[uint16] // CM attributes to send
 	psnStart     PSN                // our requester's starting PSN
@@ -63,8 +63,8 @@ type Conn struct {
 	sinceAckReq  int
 	retriesLeft  int
 	rnrLeft      int
-	lastProgress Time
-	blockedUntil Time // RNR wait
+	lastProgress verbs.Time
+	blockedUntil verbs.Time // RNR wait
 	lastNakPSN   PSN
 	haveNak      bool
 	readGap      bool // a go-back-N for a missing READ response is under way
@@ -76,7 +76,8 @@ type Conn struct {
 	dupAcked  bool
 	inMsg     uint8 // msgNone, msgSend, msgWrite
 	recvOff   uint32
-	wrBuf     []byte // the target range of the WRITE in progress
+	wrBuf     []byte              // the target range of the WRITE in progress
+	wrMR      *verbs.MemoryRegion // and its region
 	wrOff     uint32
 	resp      respSlot
 	jobs      queue.Ring[readJob]
@@ -93,7 +94,7 @@ type Conn struct {
 	c ConnCounters
 }
 
-func newConn(e *Endpoint, now Time, peer PeerHandle, qpn uint32) *Conn {
+func newConn(e *Endpoint, now verbs.Time, peer verbs.PeerHandle, qpn uint32) *Conn {
 	cfg := &e.cfg
 	c := &Conn{ep: e, peer: peer, qpn: qpn, mtu: cfg.MTU,
 		retriesLeft: cfg.RetryCount, rnrLeft: cfg.RNRRetry, maxRd: cfg.MaxRdAtomic}
@@ -123,12 +124,8 @@ func (c *Conn) QPN() uint32 { return c.qpn }
 // RemoteQPN is the peer's QP number (0 until known).
 func (c *Conn) RemoteQPN() uint32 { return c.rqpn }
 
-// LocalID is the local QP number as metaroce's connection id type (the
-// value work completions carry in Conn).
-func (c *Conn) LocalID() mr.ConnID { return mr.ConnID(c.qpn) }
-
 // Peer is the backend's handle of the remote endpoint.
-func (c *Conn) Peer() PeerHandle { return c.peer }
+func (c *Conn) Peer() verbs.PeerHandle { return c.peer }
 
 // SourcePort is the UDP source port (TxMeta.Entropy) of the QP's packets.
 func (c *Conn) SourcePort() uint16 { return c.sport }
@@ -141,7 +138,7 @@ func (c *Conn) Established() bool { return c.state == stateEstablished }
 func (c *Conn) State() string { return c.state.String() }
 
 // Failure is why the QP went to the error state (StatusSuccess if not).
-func (c *Conn) Failure() Status { return c.failure }
+func (c *Conn) Failure() verbs.Status { return c.failure }
 
 // MTU is the negotiated path MTU.
 func (c *Conn) MTU() int { return c.mtu }
@@ -154,7 +151,7 @@ func (c *Conn) Counters() *ConnCounters {
 
 // Rate returns the QP's current DCQCN rate in bits per second (the line
 // rate when it is not rate limited).
-func (c *Conn) Rate(now Time) float64 { return c.rl.rate(now) }
+func (c *Conn) Rate(now verbs.Time) float64 { return c.rl.rate(now) }
 
 // RateLimited reports whether DCQCN currently limits the QP.
 func (c *Conn) RateLimited() bool { return c.rl.limited }
@@ -166,12 +163,12 @@ func (c *Conn) QP() *QueuePair { return &c.qp }
 // CreateQP gives the connection its protection domain and completion
 // queues and returns its queue pair (one per connection). It may be called
 // once.
-func (c *Conn) CreateQP(attr QPAttr) (*QueuePair, error) {
+func (c *Conn) CreateQP(attr verbs.QPAttr) (*QueuePair, error) {
 	if c.state >= stateError {
 		return nil, ErrNotUsable
 	}
-	if attr.PD == nil || attr.PD.ep != c.ep {
-		return nil, ErrBadAccess
+	if !c.ep.regions.Owns(attr.PD) {
+		return nil, verbs.ErrBadAccess
 	}
 	if c.qp.pd != nil {
 		return nil, ErrQPExists
@@ -183,21 +180,21 @@ func (c *Conn) CreateQP(attr QPAttr) (*QueuePair, error) {
 // Close flushes every outstanding work request, sends the peer a DREQ
 // (once, without retries: a peer that misses it finds out by its own
 // timeouts, as with a destroyed QP) and removes the QP.
-func (c *Conn) Close(now Time) {
+func (c *Conn) Close(now verbs.Time) {
 	if c.state >= stateClosed {
 		return
 	}
 	if c.state == stateEstablished || c.state == stateAccepting {
 		c.ep.reply(c.peer, CMMessage{Attr: AttrDREQ, TID: c.tid, LocalCommID: c.qpn, RemoteCommID: c.rcommID, QPN: c.rqpn})
 	}
-	c.flush(StatusFlushed)
+	c.flush(verbs.StatusFlushed)
 	c.finish()
 }
 
 // toError moves the QP to the error state: the work request at the head
 // of the send queue completes with head, every other one and every receive
 // with StatusFlushed (as ibv does when a QP enters the error state).
-func (c *Conn) toError(head Status) {
+func (c *Conn) toError(head verbs.Status) {
 	if c.state >= stateError {
 		return
 	}
@@ -207,11 +204,11 @@ func (c *Conn) toError(head Status) {
 }
 
 // flush completes all outstanding work.
-func (c *Conn) flush(head Status) {
+func (c *Conn) flush(head verbs.Status) {
 	first := true
 	for c.sq.Len() > 0 {
 		w := c.sq.Pop()
-		st := StatusFlushed
+		st := verbs.StatusFlushed
 		if first {
 			st = head
 			first = false
@@ -221,13 +218,13 @@ func (c *Conn) flush(head Status) {
 	c.sendIdx, c.assigned, c.readsOut = 0, 0, 0
 	for c.qp.rq.Len() > 0 {
 		s := c.qp.rq.Pop()
-		c.completeRecv(&s, StatusFlushed, 0, WCOpcode(mr.WCRecv), 0, false)
+		c.completeRecv(&s, verbs.StatusFlushed, 0, verbs.WCOpcode(verbs.WCRecv), 0, false)
 	}
 	for c.jobs.Len() > 0 {
 		j := c.jobs.Pop()
 		j.release()
 	}
-	c.inMsg, c.wrBuf = msgNone, nil
+	c.inMsg, c.wrBuf, c.wrMR = msgNone, nil, nil
 }
 
 // finish removes the QP from the endpoint.
@@ -240,7 +237,7 @@ func (c *Conn) finish() {
 
 // fail ends a connection that never came up (or was torn down by the
 // peer): every work request completes, the QP is removed.
-func (c *Conn) fail(st Status) {
+func (c *Conn) fail(st verbs.Status) {
 	if c.state >= stateClosed {
 		return
 	}
@@ -252,13 +249,13 @@ func (c *Conn) fail(st Status) {
 }
 
 // ackTimeout is the local ACK timeout.
-func (c *Conn) ackTimeout() Time { return Time(AckTimeout(c.ep.cfg.AckTimeoutCode)) }
+func (c *Conn) ackTimeout() verbs.Time { return verbs.Time(AckTimeout(c.ep.cfg.AckTimeoutCode)) }
 
 // computeDeadline returns the earliest time the QP needs OnTimer; work that
 // NextPacket can do at once is not a deadline but readiness.
-func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
-	d = Never
-	at := func(t Time) {
+func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
+	d = verbs.Never
+	at := func(t verbs.Time) {
 		if t < d {
 			d = t
 		}
@@ -269,14 +266,14 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 		return d, c.cmOut.Len() > 0
 	case stateEstablished:
 	case stateError:
-		return Never, c.respReady()
+		return verbs.Never, c.respReady()
 	default:
-		return Never, false
+		return verbs.Never, false
 	}
 	ready = c.cmOut.Len() > 0 || c.np.pending || c.respReady()
 	if c.hasData(now) {
 		if t := c.nextSendAt; t > float64(now) {
-			at(Time(math.Ceil(t)))
+			at(verbs.Time(math.Ceil(t)))
 		} else {
 			ready = true
 		}
@@ -290,7 +287,7 @@ func (c *Conn) computeDeadline(now Time) (d Time, ready bool) {
 }
 
 // onTimer runs the QP's timers.
-func (c *Conn) onTimer(now Time) {
+func (c *Conn) onTimer(now verbs.Time) {
 	cfg := &c.ep.cfg
 	switch c.state {
 	case stateConnecting, stateAccepting:
@@ -299,7 +296,7 @@ func (c *Conn) onTimer(now Time) {
 		}
 		c.tries++
 		if c.tries > cfg.ConnectRetries {
-			c.fail(StatusRetryExceeded)
+			c.fail(verbs.StatusRetryExceeded)
 			return
 		}
 		if c.state == stateConnecting {
@@ -323,34 +320,34 @@ func (c *Conn) onTimer(now Time) {
 // management first, then CNPs, then the responder's ACK/NAK (unless READ
 // responses must precede it), then READ responses and requests in turn,
 // paced at the DCQCN rate.
-func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
+func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if c.cmOut.Len() > 0 {
 		attr := c.cmOut.Pop()
 		m := c.cmMessage(attr)
 		n := c.ep.putCM(buf, c.peer, &m)
 		c.ep.c.CMSent++
-		return c.meta(n, mr.Entropy(GSIPort)), true
+		return c.meta(n, verbs.Entropy(GSIPort)), true
 	}
 	switch c.state {
 	case stateEstablished:
 	case stateError:
 		if c.respReady() {
-			return c.meta(c.buildResp(buf), mr.Entropy(c.sport)), true
+			return c.meta(c.buildResp(buf), verbs.Entropy(c.sport)), true
 		}
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	default:
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	if c.np.pending {
 		c.np.pending = false
 		c.c.CNPsSent++
-		return c.meta(c.buildCNP(buf), mr.Entropy(c.sport)), true
+		return c.meta(c.buildCNP(buf), verbs.Entropy(c.sport)), true
 	}
 	if c.respReady() {
-		return c.meta(c.buildResp(buf), mr.Entropy(c.sport)), true
+		return c.meta(c.buildResp(buf), verbs.Entropy(c.sport)), true
 	}
 	if float64(now) < c.nextSendAt {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	n := 0
 	c.preferJob = !c.preferJob
@@ -360,7 +357,7 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 		n = c.buildRequest(now, buf)
 	}
 	if n == 0 {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	wire := n + c.ep.cfg.FrameOverhead
 	if !c.ep.cfg.DCQCN.Disable {
@@ -369,18 +366,18 @@ func (c *Conn) produce(now Time, buf []byte) (TxMeta, bool) {
 			c.nextSendAt = max(c.nextSendAt, float64(now)) + txDuration(wire, c.rl.rate(now))
 		}
 	}
-	return c.meta(n, mr.Entropy(c.sport)), true
+	return c.meta(n, verbs.Entropy(c.sport)), true
 }
 
 // hasData reports whether the QP has a request or READ response to send.
-func (c *Conn) hasData(now Time) bool {
+func (c *Conn) hasData(now verbs.Time) bool {
 	return c.jobs.Len() > 0 || c.requesterReady(now)
 }
 
-func (c *Conn) meta(n int, entropy mr.Entropy) TxMeta {
+func (c *Conn) meta(n int, entropy verbs.Entropy) verbs.TxMeta {
 	c.c.TxPackets++
 	c.c.TxBytes += uint64(n)
-	return TxMeta{Len: n, Peer: c.peer, Entropy: entropy}
+	return verbs.TxMeta{Len: n, Peer: c.peer, Entropy: entropy}
 }
 
 // buildCNP writes a Congestion Notification Packet to the peer QP (IBA
@@ -393,7 +390,7 @@ func (c *Conn) buildCNP(buf []byte) int {
 }
 
 // receive handles a packet for this QP whose ICRC checked out.
-func (c *Conn) receive(now Time, p *Packet, rx RxMeta, n int) {
+func (c *Conn) receive(now verbs.Time, p *Packet, rx verbs.RxMeta, n int) {
 	if rx.Peer != c.peer {
 		c.c.Malformed++
 		return

@@ -1,5 +1,7 @@
 package rocev2
 
+import "github.com/metaroce/metaroce/verbs"
+
 // CM state machine of a QP (see cm.go for the messages):
 //
 //	active:  Connect -> connecting --REP--> established (RTU sent)
@@ -41,14 +43,14 @@ func (c *Conn) cmMessage(attr uint16) CMMessage {
 }
 
 // establish makes the QP ready to send.
-func (c *Conn) establish(now Time) {
+func (c *Conn) establish(now verbs.Time) {
 	c.state = stateEstablished
 	c.lastProgress = now
 	c.tries = 0
 }
 
 // putCM writes a CM MAD as a UD SEND Only from QP1 to QP1.
-func (e *Endpoint) putCM(buf []byte, peer PeerHandle, m *CMMessage) int {
+func (e *Endpoint) putCM(buf []byte, peer verbs.PeerHandle, m *CMMessage) int {
 	h := BTH{Opcode: OpUDSendOnly, PKey: e.cfg.PKey, DestQP: GSIQP, PSN: e.cmPSN}
 	e.cmPSN = e.cmPSN.Add(1)
 	h.Put(buf)
@@ -60,7 +62,7 @@ func (e *Endpoint) putCM(buf []byte, peer PeerHandle, m *CMMessage) int {
 }
 
 // receiveCM handles a packet for QP1.
-func (e *Endpoint) receiveCM(now Time, pkt []byte, p *Packet, rx RxMeta) {
+func (e *Endpoint) receiveCM(now verbs.Time, pkt []byte, p *Packet, rx verbs.RxMeta) {
 	f := Flow{SrcIP: e.cfg.PeerIP(rx.Peer), DstIP: e.cfg.LocalIP, SrcPort: GSIPort}
 	if !CheckICRC(pkt, f) {
 		e.c.ICRCDrops++
@@ -107,12 +109,12 @@ func (e *Endpoint) receiveCM(now Time, pkt []byte, p *Packet, rx RxMeta) {
 		}
 	case AttrREJ:
 		if c.outbound && c.state == stateConnecting {
-			c.fail(StatusRetryExceeded)
+			c.fail(verbs.StatusRetryExceeded)
 			return
 		}
 	case AttrDREQ:
 		if m.LocalCommID == c.rcommID {
-			c.flush(StatusFlushed)
+			c.flush(verbs.StatusFlushed)
 			c.finish()
 			e.reply(rx.Peer, CMMessage{Attr: AttrDREP, TID: m.TID, LocalCommID: c.qpn, RemoteCommID: m.LocalCommID})
 			return
@@ -122,7 +124,7 @@ func (e *Endpoint) receiveCM(now Time, pkt []byte, p *Packet, rx RxMeta) {
 }
 
 // onREQ accepts (or refuses) a connection request.
-func (e *Endpoint) onREQ(now Time, m *CMMessage, peer PeerHandle) {
+func (e *Endpoint) onREQ(now verbs.Time, m *CMMessage, peer verbs.PeerHandle) {
 	for _, c := range e.qps {
 		if !c.outbound && c.peer == peer && c.rcommID == m.LocalCommID && c.tid == m.TID {
 			if c.state == stateAccepting {

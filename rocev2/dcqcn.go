@@ -1,6 +1,10 @@
 package rocev2
 
-import "time"
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // rateLimiter is DCQCN's reaction point (the sender's rate machine) for one
 // QP.
@@ -37,13 +41,13 @@ type rateLimiter struct {
 	rc, rt  float64 // current and target rate, bps
 	alpha   float64
 
-	alphaEnd    Time // end of the current alpha period
+	alphaEnd    verbs.Time // end of the current alpha period
 	cnpInPeriod bool
 
-	t, bc      int   // timer and byte-counter stages since the last cut
-	timerAt    Time  // next rate-increase timer expiry
-	bytes      int64 // bytes sent since the last byte-counter event
-	nextCutAt  Time  // earliest time of the next cut
+	t, bc      int        // timer and byte-counter stages since the last cut
+	timerAt    verbs.Time // next rate-increase timer expiry
+	bytes      int64      // bytes sent since the last byte-counter event
+	nextCutAt  verbs.Time // earliest time of the next cut
 	cutPending bool
 	firstCut   bool // the next cut is the first of this limiting episode
 
@@ -59,15 +63,15 @@ func newRateLimiter(cfg *DCQCNConfig, line float64) rateLimiter {
 }
 
 // rate returns the current rate at now (the maximum when unlimited).
-func (r *rateLimiter) rate(now Time) float64 {
+func (r *rateLimiter) rate(now verbs.Time) float64 {
 	r.advance(now)
 	return r.rc
 }
 
 // advance replays every cut and timer event due at or before now.
-func (r *rateLimiter) advance(now Time) {
+func (r *rateLimiter) advance(now verbs.Time) {
 	for r.limited || r.cutPending {
-		next := Never
+		next := verbs.Never
 		if r.cutPending {
 			next = r.nextCutAt
 		}
@@ -80,7 +84,7 @@ func (r *rateLimiter) advance(now Time) {
 		}
 		if timer {
 			r.t++
-			r.timerAt += Time(r.cfg.TimeReset)
+			r.timerAt += verbs.Time(r.cfg.TimeReset)
 			r.increase(next)
 		} else {
 			r.cutPending = false
@@ -90,7 +94,7 @@ func (r *rateLimiter) advance(now Time) {
 }
 
 // advanceAlpha closes every alpha period that ended by now.
-func (r *rateLimiter) advanceAlpha(now Time) {
+func (r *rateLimiter) advanceAlpha(now verbs.Time) {
 	if !r.limited || now < r.alphaEnd {
 		return
 	}
@@ -101,12 +105,12 @@ func (r *rateLimiter) advanceAlpha(now Time) {
 		r.alpha *= 1 - g
 	}
 	r.cnpInPeriod = false
-	k := Time(r.cfg.AlphaUpdatePeriod)
+	k := verbs.Time(r.cfg.AlphaUpdatePeriod)
 	r.alphaEnd += k
 	if now >= r.alphaEnd {
 		m := int64((now-r.alphaEnd)/k) + 1
 		r.alpha *= powInt(1-g, m)
-		r.alphaEnd += Time(m) * k
+		r.alphaEnd += verbs.Time(m) * k
 	}
 }
 
@@ -124,21 +128,21 @@ func powInt(x float64, n int64) float64 {
 }
 
 // onCNP handles a CNP for this QP arriving at now.
-func (r *rateLimiter) onCNP(now Time) {
+func (r *rateLimiter) onCNP(now verbs.Time) {
 	r.advance(now)
 	if !r.limited {
 		r.limited = true
 		r.alpha = r.cfg.InitialAlpha
-		r.alphaEnd = now + Time(r.cfg.AlphaUpdatePeriod)
+		r.alphaEnd = now + verbs.Time(r.cfg.AlphaUpdatePeriod)
 		r.cnpInPeriod = false
 		r.rc, r.rt = r.maxRate, r.maxRate
 		r.t, r.bc, r.bytes = 0, 0, 0
-		r.timerAt = now + Time(r.cfg.TimeReset)
+		r.timerAt = now + verbs.Time(r.cfg.TimeReset)
 		r.nextCutAt = now
 		r.firstCut = true
 		if f := r.cfg.RateOnFirstCNPBps; f > 0 {
 			r.rc, r.rt = min(f, r.maxRate), min(f, r.maxRate)
-			r.nextCutAt = now + Time(r.cfg.RateReduceMonitorPeriod)
+			r.nextCutAt = now + verbs.Time(r.cfg.RateReduceMonitorPeriod)
 			r.firstCut = false
 			return
 		}
@@ -155,7 +159,7 @@ func (r *rateLimiter) onCNP(now Time) {
 }
 
 // cut reduces the rate at time at.
-func (r *rateLimiter) cut(at Time) {
+func (r *rateLimiter) cut(at verbs.Time) {
 	r.advanceAlpha(at)
 	old := r.rc
 	if r.firstCut || r.cfg.ClampTargetRate || r.bc > 0 || (!r.cfg.NoClampAfterTimeInc && r.t > 0) {
@@ -166,13 +170,13 @@ func (r *rateLimiter) cut(at Time) {
 	rc = max(rc, old*r.cfg.MinDecFactor, r.cfg.MinRateBps)
 	r.rc = min(rc, old)
 	r.t, r.bc, r.bytes = 0, 0, 0
-	r.timerAt = at + Time(r.cfg.TimeReset)
-	r.nextCutAt = at + Time(r.cfg.RateReduceMonitorPeriod)
+	r.timerAt = at + verbs.Time(r.cfg.TimeReset)
+	r.nextCutAt = at + verbs.Time(r.cfg.RateReduceMonitorPeriod)
 	r.cuts++
 }
 
 // onSent counts n bytes sent at now towards the byte counter.
-func (r *rateLimiter) onSent(now Time, n int) {
+func (r *rateLimiter) onSent(now verbs.Time, n int) {
 	r.advance(now)
 	if !r.limited {
 		return
@@ -186,7 +190,7 @@ func (r *rateLimiter) onSent(now Time, n int) {
 }
 
 // increase runs one rate-increase event.
-func (r *rateLimiter) increase(at Time) {
+func (r *rateLimiter) increase(at verbs.Time) {
 	f := r.cfg.Threshold
 	switch {
 	case max(r.t, r.bc) <= f:
@@ -213,13 +217,13 @@ func txDuration(n int, bps float64) float64 { return float64(n) * 8e9 / bps }
 // turn into at most one CNP per interval.
 type notifier struct {
 	interval time.Duration
-	last     Time
+	last     verbs.Time
 	sent     bool // last is valid
 	pending  bool
 }
 
 // onCE records a CE-marked arrival at now and reports whether a CNP is due.
-func (n *notifier) onCE(now Time) bool {
+func (n *notifier) onCE(now verbs.Time) bool {
 	if n.pending || (n.sent && now.Sub(n.last) < n.interval) {
 		return false
 	}

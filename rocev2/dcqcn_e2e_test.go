@@ -4,12 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
-	"github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // ceMarking delivers packets to an endpoint with the IP ECN field set to
@@ -20,7 +19,7 @@ type ceMarking struct {
 	mark func(pkt []byte) bool
 }
 
-func (c ceMarking) Receive(now metaroce.Time, pkt []byte, rx metaroce.RxMeta) {
+func (c ceMarking) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 	rx.CE = c.mark(pkt)
 	c.Endpoint.Receive(now, pkt, rx)
 }
@@ -56,10 +55,10 @@ func dcqcnEndToEnd(t *testing.T, dc rocev2.DCQCNConfig, slower float64) {
 	}}, memlink.Config{Seed: 1, Delay: 2000, RateBps: 100e9})
 	ca, cb := connect(t, p, ea, eb)
 	pa, pb := ea.AllocPD(), eb.AllocPD()
-	cq := rocev2.NewCompletionQueue(4)
-	qa, err := ca.CreateQP(rocev2.QPAttr{PD: pa, SendCQ: cq})
+	cq := verbs.NewCompletionQueue(4)
+	qa, err := ca.CreateQP(verbs.QPAttr{PD: pa, SendCQ: cq})
 	require.NoError(t, err)
-	_, err = cb.CreateQP(rocev2.QPAttr{PD: pb})
+	_, err = cb.CreateQP(verbs.QPAttr{PD: pb})
 	require.NoError(t, err)
 	const size = 8 << 20
 	src := make([]byte, size)
@@ -68,11 +67,11 @@ func dcqcnEndToEnd(t *testing.T, dc rocev2.DCQCNConfig, slower float64) {
 	}
 	ms, err := pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	dst, err := pb.RegisterMR(make([]byte, size), rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	dst, err := pb.RegisterMR(make([]byte, size), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
 
-	var sendTimes []metaroce.Time
-	p.Tap = func(from int, pkt []byte, _ metaroce.TxMeta) {
+	var sendTimes []verbs.Time
+	p.Tap = func(from int, pkt []byte, _ verbs.TxMeta) {
 		var pk rocev2.Packet
 		if from == 0 && pk.Decode(pkt) == nil && pk.BTH.Opcode.IsWrite() {
 			sendTimes = append(sendTimes, p.Now)
@@ -80,10 +79,10 @@ func dcqcnEndToEnd(t *testing.T, dc rocev2.DCQCNConfig, slower float64) {
 	}
 	run := func() time.Duration {
 		start := p.Now
-		require.NoError(t, qa.PostSend(p.Now, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: ms.SGE(0, size), RemoteAddr: dst.Addr(), RKey: dst.RKey()}))
-		var wc [1]rocev2.WorkCompletion
+		require.NoError(t, qa.PostSend(p.Now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, size), RemoteAddr: dst.Addr(), RKey: dst.RKey()}))
+		var wc [1]verbs.WorkCompletion
 		require.NoError(t, p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, p.Now+10e9))
-		require.Equal(t, rocev2.StatusSuccess, wc[0].Status)
+		require.Equal(t, verbs.StatusSuccess, wc[0].Status)
 		return time.Duration(p.Now - start)
 	}
 

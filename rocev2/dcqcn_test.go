@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +19,7 @@ func testDCQCN() *DCQCNConfig {
 	return &c
 }
 
-const us = Time(time.Microsecond)
+const us = verbs.Time(time.Microsecond)
 
 func TestDCQCNFirstCNPHalvesTheRate(t *testing.T) {
 	r := newRateLimiter(testDCQCN(), 100e9)
@@ -118,7 +119,7 @@ func TestDCQCNRecoversAndReleases(t *testing.T) {
 	r.onCNP(0)
 	want := []float64{75e9, 87.5e9, 93.75e9, 96.875e9, 98.4375e9}
 	for i, w := range want {
-		require.Equal(t, w, r.rate(Time(i+1)*100*us), "event %d", i+1)
+		require.Equal(t, w, r.rate(verbs.Time(i+1)*100*us), "event %d", i+1)
 		require.True(t, r.limited)
 	}
 	require.Equal(t, 100e9, r.rate(600*us))

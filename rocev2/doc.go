@@ -41,7 +41,7 @@
 // RxMeta, TxMeta, PeerHandle, SendWR, RecvWR, SGE, WorkCompletion, Status,
 // Access, keys): NewEndpoint, AllocPD, RegisterMR, Connect/Accept,
 // CreateQP, PostSend/PostRecv, CompletionQueue.Poll. An Endpoint
-// implements metaroce.Transport. One Conn is one RC QP.
+// implements verbs.Transport. One Conn is one RC QP.
 //
 // # Rules
 //

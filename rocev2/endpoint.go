@@ -3,18 +3,18 @@ package rocev2
 import (
 	"errors"
 	"fmt"
-	"github.com/metaroce/metaroce/internal/queue"
 	"math"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/internal/queue"
+	"github.com/metaroce/metaroce/verbs"
 )
 
-var _ mr.Transport = (*Endpoint)(nil)
+var _ verbs.Transport = (*Endpoint)(nil)
 
 // cmReply is a CM message that does not belong to a live QP (REJ for a
 // refused REQ, DREP for an unknown DREQ).
 type cmReply struct {
-	peer PeerHandle
+	peer verbs.PeerHandle
 	msg  CMMessage
 }
 
@@ -24,7 +24,7 @@ const maxReplies = 256
 // Endpoint is one RoCEv2 port: the device context of the verbs-like API.
 // It owns memory regions and QPs (one Conn per RC QP pair).
 //
-// The owner drives it through metaroce.Transport: Receive for every
+// The owner drives it through verbs.Transport: Receive for every
 // arriving UDP payload, NextPacket until it reports nothing to send, and
 // OnTimer whenever the clock reaches NextDeadline. None of them blocks or
 // keeps a caller's buffer past the call.
@@ -35,8 +35,7 @@ const maxReplies = 256
 // then says when to ask again.
 type Endpoint struct {
 	cfg     Config
-	regions regionTable
-	pds     uint32
+	regions verbs.RegionTable
 
 	qps      map[uint32]*Conn
 	nextQPN  uint32
@@ -48,8 +47,8 @@ type Endpoint struct {
 	cmPSN    PSN
 	nextTID  uint64
 
-	now      Time    // the latest time any entry point was called with
-	portFree float64 // when the port may start the next packet, ns
+	now      verbs.Time // the latest time any entry point was called with
+	portFree float64    // when the port may start the next packet, ns
 
 	c EndpointCounters
 }
@@ -78,10 +77,7 @@ func (e *Endpoint) MaxPacketLen() int {
 }
 
 // AllocPD returns a new protection domain (ibv_alloc_pd).
-func (e *Endpoint) AllocPD() *ProtectionDomain {
-	e.pds++
-	return &ProtectionDomain{ep: e, id: e.pds}
-}
+func (e *Endpoint) AllocPD() *verbs.ProtectionDomain { return e.regions.AllocPD() }
 
 // Connections returns the number of QPs that are not closed.
 func (e *Endpoint) Connections() int { return len(e.qps) }
@@ -89,7 +85,7 @@ func (e *Endpoint) Connections() int { return len(e.qps) }
 // ErrNoQPN is returned when every QP number is in use.
 var ErrNoQPN = errors.New("rocev2: no free QP number")
 
-func (e *Endpoint) newConn(now Time, peer PeerHandle) (*Conn, error) {
+func (e *Endpoint) newConn(now verbs.Time, peer verbs.PeerHandle) (*Conn, error) {
 	if len(e.qps) >= PSNMask-2 {
 		return nil, ErrNoQPN
 	}
@@ -107,7 +103,7 @@ func (e *Endpoint) newConn(now Time, peer PeerHandle) (*Conn, error) {
 // arrives. If it never does, the connection fails after ConnectRetries
 // REQs and its work requests complete with StatusRetryExceeded or
 // StatusFlushed.
-func (e *Endpoint) Connect(now Time, peer PeerHandle) (*Conn, error) {
+func (e *Endpoint) Connect(now verbs.Time, peer verbs.PeerHandle) (*Conn, error) {
 	c, err := e.newConn(now, peer)
 	if err != nil {
 		return nil, err
@@ -140,13 +136,13 @@ func (e *Endpoint) forget(c *Conn) {
 }
 
 // reply queues a CM message outside any live QP.
-func (e *Endpoint) reply(peer PeerHandle, m CMMessage) {
+func (e *Endpoint) reply(peer verbs.PeerHandle, m CMMessage) {
 	if e.replies.Len() < maxReplies {
 		e.replies.Push(cmReply{peer: peer, msg: m})
 	}
 }
 
-func (e *Endpoint) seen(now Time) {
+func (e *Endpoint) seen(now verbs.Time) {
 	if now > e.now {
 		e.now = now
 	}
@@ -155,7 +151,7 @@ func (e *Endpoint) seen(now Time) {
 // Receive processes one UDP payload from the wire. pkt is only read, and
 // only during the call. Every packet is decoded and its ICRC checked before
 // anything is placed; what fails is counted and dropped.
-func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
+func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 	e.seen(now)
 	e.c.RxPackets++
 	var p Packet
@@ -184,7 +180,7 @@ func (e *Endpoint) Receive(now Time, pkt []byte, rx RxMeta) {
 }
 
 // touch recomputes c's timer and readiness after anything happened to it.
-func (e *Endpoint) touch(c *Conn, now Time) {
+func (e *Endpoint) touch(c *Conn, now verbs.Time) {
 	if c.state >= stateClosed {
 		return
 	}
@@ -201,13 +197,13 @@ func (e *Endpoint) touch(c *Conn, now Time) {
 // goes. It returns false when nothing may be sent now: nothing is ready,
 // the port is busy at line rate, or every QP with data is paced by DCQCN.
 // buf must hold MaxPacketLen bytes; the endpoint keeps no reference to it.
-func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
+func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if len(buf) < e.MaxPacketLen() {
 		panic(fmt.Sprintf("rocev2: NextPacket buffer of %d bytes, need %d", len(buf), e.MaxPacketLen()))
 	}
 	e.seen(now)
 	if float64(now) < e.portFree {
-		return TxMeta{}, false
+		return verbs.TxMeta{}, false
 	}
 	if e.replies.Len() > 0 {
 		r := e.replies.Pop()
@@ -217,7 +213,7 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 			e.c.CMRejectsSent++
 		}
 		e.portUsed(now, n)
-		return TxMeta{Len: n, Peer: r.peer, Entropy: mr.Entropy(GSIPort)}, true
+		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort)}, true
 	}
 	for e.ready.Len() > 0 {
 		c := e.ready.Pop()
@@ -236,23 +232,23 @@ func (e *Endpoint) NextPacket(now Time, buf []byte) (TxMeta, bool) {
 		c.timer.Deadline = int64(d)
 		e.timers.Set(c)
 	}
-	return TxMeta{}, false
+	return verbs.TxMeta{}, false
 }
 
 // portUsed accounts a packet of n bytes on the port's line-rate pacer.
-func (e *Endpoint) portUsed(now Time, n int) {
+func (e *Endpoint) portUsed(now verbs.Time, n int) {
 	e.portFree = max(e.portFree, float64(now)) + txDuration(n+e.cfg.FrameOverhead, e.cfg.LineRateBps)
 }
 
 // NextDeadline is the earliest time OnTimer (or NextPacket, for work the
 // port pacer holds back) must run; Never if none.
-func (e *Endpoint) NextDeadline() Time {
-	d := Never
+func (e *Endpoint) NextDeadline() verbs.Time {
+	d := verbs.Never
 	if e.timers.Len() > 0 {
-		d = Time(e.timers.Min())
+		d = verbs.Time(e.timers.Min())
 	}
 	if e.ready.Len() > 0 || e.replies.Len() > 0 {
-		if pf := Time(math.Ceil(e.portFree)); pf > e.now && pf < d {
+		if pf := verbs.Time(math.Ceil(e.portFree)); pf > e.now && pf < d {
 			d = pf
 		}
 	}
@@ -261,10 +257,10 @@ func (e *Endpoint) NextDeadline() Time {
 
 // OnTimer runs every timer due at now: local ACK timeouts, RNR waits, DCQCN
 // pacing, CM retransmissions.
-func (e *Endpoint) OnTimer(now Time) {
+func (e *Endpoint) OnTimer(now verbs.Time) {
 	e.seen(now)
 	e.due = e.due[:0]
-	for e.timers.Len() > 0 && Time(e.timers.Min()) <= now {
+	for e.timers.Len() > 0 && verbs.Time(e.timers.Min()) <= now {
 		e.due = append(e.due, e.timers.PopMin())
 	}
 	for _, c := range e.due {

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
-	"github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRemoteAccessErrors: a WRITE or READ with a wrong rkey, out of
@@ -20,10 +19,10 @@ import (
 func TestRemoteAccessErrors(t *testing.T) {
 	type setup struct {
 		f                                  *fixture
-		target, readOnly, private, foreign *rocev2.MemoryRegion
-		deadKey                            rocev2.RKey
+		target, readOnly, private, foreign *verbs.MemoryRegion
+		deadKey                            verbs.RKey
 		deadAddr                           uint64
-		readDst                            *rocev2.MemoryRegion
+		readDst                            *verbs.MemoryRegion
 		bufs                               map[string][]byte
 	}
 	build := func(t *testing.T, seed int64) *setup {
@@ -32,75 +31,75 @@ func TestRemoteAccessErrors(t *testing.T) {
 		f := newFixture(t, rocev2.Config{MTU: 1024}, memlink.Config{Seed: seed})
 		s := &setup{f: f, bufs: map[string][]byte{}}
 		var b []byte
-		s.target, b = region(t, f.pb, 16<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite|rocev2.AccessRemoteRead)
+		s.target, b = region(t, f.pb, 16<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
 		s.bufs["target"] = b
-		s.readOnly, b = region(t, f.pb, 16<<10, rocev2.AccessRemoteRead)
+		s.readOnly, b = region(t, f.pb, 16<<10, verbs.AccessRemoteRead)
 		s.bufs["read-only"] = b
-		s.private, b = region(t, f.pb, 16<<10, rocev2.AccessLocalWrite)
+		s.private, b = region(t, f.pb, 16<<10, verbs.AccessLocalWrite)
 		s.bufs["private"] = b
-		s.foreign, b = region(t, f.eb.AllocPD(), 16<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite|rocev2.AccessRemoteRead)
+		s.foreign, b = region(t, f.eb.AllocPD(), 16<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
 		s.bufs["foreign"] = b
-		dead, b := region(t, f.pb, 16<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+		dead, b := region(t, f.pb, 16<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		s.bufs["deregistered"] = b
 		s.deadKey, s.deadAddr = dead.RKey(), dead.Addr()
 		require.NoError(t, dead.Deregister())
-		s.readDst, b = region(t, f.pa, 16<<10, rocev2.AccessLocalWrite)
+		s.readDst, b = region(t, f.pa, 16<<10, verbs.AccessLocalWrite)
 		s.bufs["read destination"] = b
 		return s
 	}
 	cases := []struct {
 		name string
-		wr   func(s *setup) rocev2.SendWR
+		wr   func(s *setup) verbs.SendWR
 	}{
-		{"wrong rkey", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRWrite, Local: s.f.src.SGE(0, 5000), RemoteAddr: s.target.Addr(), RKey: s.target.RKey() ^ 0x5a5a00}
+		{"wrong rkey", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRWrite, Local: s.f.src.SGE(0, 5000), RemoteAddr: s.target.Addr(), RKey: s.target.RKey() ^ 0x5a5a00}
 		}},
-		{"out of bounds at the end", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRWrite, Local: s.f.src.SGE(0, 5000), RemoteAddr: s.target.Addr() + 16<<10 - 4000, RKey: s.target.RKey()}
+		{"out of bounds at the end", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRWrite, Local: s.f.src.SGE(0, 5000), RemoteAddr: s.target.Addr() + 16<<10 - 4000, RKey: s.target.RKey()}
 		}},
-		{"below the region", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRWrite, Local: s.f.src.SGE(0, 100), RemoteAddr: s.target.Addr() - 1, RKey: s.target.RKey()}
+		{"below the region", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRWrite, Local: s.f.src.SGE(0, 100), RemoteAddr: s.target.Addr() - 1, RKey: s.target.RKey()}
 		}},
-		{"write without remote-write access", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRWrite, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.readOnly.Addr(), RKey: s.readOnly.RKey()}
+		{"write without remote-write access", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRWrite, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.readOnly.Addr(), RKey: s.readOnly.RKey()}
 		}},
-		{"write with immediate to a local-only region", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRWriteImm, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.private.Addr(), RKey: s.private.RKey()}
+		{"write with immediate to a local-only region", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRWriteImm, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.private.Addr(), RKey: s.private.RKey()}
 		}},
-		{"read without remote-read access", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRRead, Local: s.readDst.SGE(0, 3000), RemoteAddr: s.private.Addr(), RKey: s.private.RKey()}
+		{"read without remote-read access", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRRead, Local: s.readDst.SGE(0, 3000), RemoteAddr: s.private.Addr(), RKey: s.private.RKey()}
 		}},
-		{"read out of bounds", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRRead, Local: s.readDst.SGE(0, 3000), RemoteAddr: s.target.Addr() + 15<<10, RKey: s.target.RKey()}
+		{"read out of bounds", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRRead, Local: s.readDst.SGE(0, 3000), RemoteAddr: s.target.Addr() + 15<<10, RKey: s.target.RKey()}
 		}},
-		{"other protection domain", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRWrite, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.foreign.Addr(), RKey: s.foreign.RKey()}
+		{"other protection domain", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRWrite, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.foreign.Addr(), RKey: s.foreign.RKey()}
 		}},
-		{"deregistered region", func(s *setup) rocev2.SendWR {
-			return rocev2.SendWR{Opcode: rocev2.WRWrite, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.deadAddr, RKey: s.deadKey}
+		{"deregistered region", func(s *setup) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRWrite, Local: s.f.src.SGE(0, 3000), RemoteAddr: s.deadAddr, RKey: s.deadKey}
 		}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := build(t, int64(10+i))
 			f := s.f
-			require.NoError(t, f.qb.PostRecv(f.p.Now, rocev2.RecvWR{ID: 8}))
+			require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 8}))
 			wr := tc.wr(s)
 			wr.ID = 100
 			f.post(t, wr)
-			f.post(t, rocev2.SendWR{ID: 101, Opcode: rocev2.WRSend, Local: f.src.SGE(0, 10)})
+			f.post(t, verbs.SendWR{ID: 101, Opcode: verbs.WRSend, Local: f.src.SGE(0, 10)})
 			wc := f.wait(t, f.cqa)
 			require.Equal(t, uint64(100), wc.WRID)
-			require.Equal(t, rocev2.StatusRemoteAccessError, wc.Status)
+			require.Equal(t, verbs.StatusRemoteAccessError, wc.Status)
 			wc = f.wait(t, f.cqa)
 			require.Equal(t, uint64(101), wc.WRID)
-			require.Equal(t, rocev2.StatusFlushed, wc.Status, "the QP is in error: the rest is flushed")
+			require.Equal(t, verbs.StatusFlushed, wc.Status, "the QP is in error: the rest is flushed")
 			require.Equal(t, uint64(1), f.cb.Counters().AccessErrors)
 			require.Equal(t, "error", f.ca.State())
 			require.Equal(t, "error", f.cb.State())
 			rc := f.wait(t, f.cqb)
 			require.Equal(t, uint64(8), rc.WRID)
-			require.Equal(t, rocev2.StatusFlushed, rc.Status)
+			require.Equal(t, verbs.StatusFlushed, rc.Status)
 			for name, b := range s.bufs {
 				require.Equal(t, bytes.Repeat([]byte{0xEE}, len(b)), b, "%s memory changed", name)
 			}
@@ -113,14 +112,14 @@ func TestRemoteAccessErrors(t *testing.T) {
 // error on the receive, nothing written past the buffer.
 func TestSendLongerThanReceive(t *testing.T) {
 	f := newFixture(t, rocev2.Config{MTU: 1024}, memlink.Config{Seed: 20})
-	buf, bb := region(t, f.pb, 8192, rocev2.AccessLocalWrite)
-	require.NoError(t, f.qb.PostRecv(f.p.Now, rocev2.RecvWR{ID: 5, Local: buf.SGE(0, 2500)}))
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRSend, Local: f.src.SGE(0, 3000)})
+	buf, bb := region(t, f.pb, 8192, verbs.AccessLocalWrite)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 5, Local: buf.SGE(0, 2500)}))
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Local: f.src.SGE(0, 3000)})
 	wc := f.wait(t, f.cqa)
-	require.Equal(t, rocev2.StatusRemoteInvalidReq, wc.Status)
+	require.Equal(t, verbs.StatusRemoteInvalidReq, wc.Status)
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(5), rc.WRID)
-	require.Equal(t, rocev2.StatusLocalLengthError, rc.Status)
+	require.Equal(t, verbs.StatusLocalLengthError, rc.Status)
 	require.Equal(t, bytes.Repeat([]byte{0xEE}, 8192-2048), bb[2048:], "nothing beyond the two packets that fit")
 	require.Equal(t, uint64(1), f.cb.Counters().InvalidRequests)
 }
@@ -129,15 +128,15 @@ func TestSendLongerThanReceive(t *testing.T) {
 // the ICRC and is dropped; go-back-N repairs the loss.
 func TestCorruptedPacketsAreDroppedAndRepaired(t *testing.T) {
 	f := newFixture(t, rocev2.Config{}, memlink.Config{Seed: 21, Corrupt: 0.05})
-	target, tb := region(t, f.pb, 256<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	target, tb := region(t, f.pb, 256<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	src := make([]byte, 256<<10)
 	for i := range src {
 		src[i] = byte(i * 31)
 	}
 	ms, err := f.pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.Equal(t, rocev2.StatusSuccess, f.wait(t, f.cqa).Status)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	require.Equal(t, src, tb)
 	require.NoError(t, f.p.RunUntil(func() bool { return f.p.Link.InFlight() == 0 }, f.p.Now+1e9))
 	corrupted := f.p.Link.Stats().Corrupted
@@ -154,7 +153,7 @@ func TestUnknownQPIsDroppedSilently(t *testing.T) {
 	buf := make([]byte, 64)
 	h.Put(buf)
 	n := rocev2.SealICRC(buf, rocev2.BTHLen, rocev2.Flow{})
-	f.eb.Receive(f.p.Now, buf[:n], metaroce.RxMeta{Peer: 0})
+	f.eb.Receive(f.p.Now, buf[:n], verbs.RxMeta{Peer: 0})
 	require.Equal(t, uint64(1), f.eb.Counters().UnknownQP)
 	_, ok := f.eb.NextPacket(f.p.Now, make([]byte, f.eb.MaxPacketLen()))
 	require.False(t, ok)
@@ -166,7 +165,7 @@ func TestConnectRefused(t *testing.T) {
 	c, err := eb.Connect(p.Now, 0)
 	require.NoError(t, err)
 	require.NoError(t, p.RunUntil(func() bool { return c.State() == "closed" }, 1e9))
-	require.Equal(t, rocev2.StatusRetryExceeded, c.Failure())
+	require.Equal(t, verbs.StatusRetryExceeded, c.Failure())
 	require.Equal(t, uint64(1), ea.Counters().CMRejectsSent)
 }
 
@@ -182,51 +181,49 @@ func TestConnectSurvivesLossOfCMPackets(t *testing.T) {
 
 func TestCloseFlushesBothSides(t *testing.T) {
 	f := newFixture(t, rocev2.Config{}, memlink.Config{Seed: 25})
-	recv, _ := region(t, f.pb, 128, rocev2.AccessLocalWrite)
-	require.NoError(t, f.qb.PostRecv(f.p.Now, rocev2.RecvWR{ID: 5, Local: recv.SGE(0, 128)}))
+	recv, _ := region(t, f.pb, 128, verbs.AccessLocalWrite)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 5, Local: recv.SGE(0, 128)}))
 	f.ca.Close(f.p.Now)
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(5), rc.WRID)
-	require.Equal(t, rocev2.StatusFlushed, rc.Status)
+	require.Equal(t, verbs.StatusFlushed, rc.Status)
 	require.NoError(t, f.p.RunUntil(func() bool { return f.ea.Connections() == 0 && f.eb.Connections() == 0 }, f.p.Now+1e9))
-	require.ErrorIs(t, f.qa.PostSend(f.p.Now, rocev2.SendWR{Opcode: rocev2.WRSend}), rocev2.ErrNotUsable)
+	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend}), rocev2.ErrNotUsable)
 }
 
 func TestRequestsBeforeCreateQPAreNotReady(t *testing.T) {
 	p, ea, eb := pair(t, rocev2.Config{MinRNRTimer: 1}, rocev2.Config{}, memlink.Config{Seed: 26, Delay: 1000})
 	ca, cb := connect(t, p, ea, eb)
 	pa := ea.AllocPD()
-	cq := rocev2.NewCompletionQueue(4)
-	qa, err := ca.CreateQP(rocev2.QPAttr{PD: pa, SendCQ: cq})
+	cq := verbs.NewCompletionQueue(4)
+	qa, err := ca.CreateQP(verbs.QPAttr{PD: pa, SendCQ: cq})
 	require.NoError(t, err)
 	src, err := pa.RegisterMR(make([]byte, 100), 0)
 	require.NoError(t, err)
-	require.NoError(t, qa.PostSend(p.Now, rocev2.SendWR{ID: 1, Opcode: rocev2.WRSend, Local: src.SGE(0, 100)}))
+	require.NoError(t, qa.PostSend(p.Now, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Local: src.SGE(0, 100)}))
 	require.NoError(t, p.RunUntil(func() bool { return ca.Counters().RNRNaksReceived > 0 }, p.Now+1e9))
 	pb := eb.AllocPD()
-	qb, err := cb.CreateQP(rocev2.QPAttr{PD: pb, RecvCQ: cq})
+	qb, err := cb.CreateQP(verbs.QPAttr{PD: pb, RecvCQ: cq})
 	require.NoError(t, err)
-	_, err = cb.CreateQP(rocev2.QPAttr{PD: pb})
+	_, err = cb.CreateQP(verbs.QPAttr{PD: pb})
 	require.ErrorIs(t, err, rocev2.ErrQPExists)
-	dst, err := pb.RegisterMR(make([]byte, 100), rocev2.AccessLocalWrite)
+	dst, err := pb.RegisterMR(make([]byte, 100), verbs.AccessLocalWrite)
 	require.NoError(t, err)
-	require.NoError(t, qb.PostRecv(p.Now, rocev2.RecvWR{ID: 2, Local: dst.SGE(0, 100)}))
-	var wc [2]rocev2.WorkCompletion
+	require.NoError(t, qb.PostRecv(p.Now, verbs.RecvWR{ID: 2, Local: dst.SGE(0, 100)}))
+	var wc [2]verbs.WorkCompletion
 	got := 0
 	require.NoError(t, p.RunUntil(func() bool { got += cq.Poll(wc[got:]); return got == 2 }, p.Now+1e9))
-	require.Equal(t, rocev2.StatusSuccess, wc[0].Status)
-	require.Equal(t, rocev2.StatusSuccess, wc[1].Status)
+	require.Equal(t, verbs.StatusSuccess, wc[0].Status)
+	require.Equal(t, verbs.StatusSuccess, wc[1].Status)
 }
 
 func TestLocalChecks(t *testing.T) {
 	f := newFixture(t, rocev2.Config{}, memlink.Config{Seed: 27})
 	ro, _ := region(t, f.pa, 100, 0)
-	require.ErrorIs(t, f.qa.PostSend(f.p.Now, rocev2.SendWR{Opcode: rocev2.WRRead, Local: ro.SGE(0, 10)}), rocev2.ErrBadSGE,
+	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRRead, Local: ro.SGE(0, 10)}), verbs.ErrBadSGE,
 		"a READ needs local write access")
-	require.ErrorIs(t, f.qa.PostSend(f.p.Now, rocev2.SendWR{Opcode: rocev2.WRSend, Local: ro.SGE(50, 51)}), rocev2.ErrBadSGE)
-	require.ErrorIs(t, f.qa.PostRecv(f.p.Now, rocev2.RecvWR{Local: ro.SGE(0, 10)}), rocev2.ErrBadSGE)
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRSend, Local: ro.SGE(0, 10)})
-	require.ErrorIs(t, ro.Deregister(), rocev2.ErrRegionBusy)
-	_, err := f.pa.RegisterMR(make([]byte, 10), rocev2.AccessRemoteWrite)
-	require.ErrorIs(t, err, rocev2.ErrBadAccess)
+	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend, Local: ro.SGE(50, 51)}), verbs.ErrBadSGE)
+	require.ErrorIs(t, f.qa.PostRecv(f.p.Now, verbs.RecvWR{Local: ro.SGE(0, 10)}), verbs.ErrBadSGE)
+	_, err := f.pa.RegisterMR(make([]byte, 10), verbs.AccessRemoteWrite)
+	require.ErrorIs(t, err, verbs.ErrBadAccess)
 }

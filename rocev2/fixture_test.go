@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // pair builds two endpoints joined by a memlink: A (handle 0, 10.0.0.1)
@@ -44,10 +44,10 @@ type fixture struct {
 	p        *mempair.Pair
 	ea, eb   *rocev2.Endpoint
 	ca, cb   *rocev2.Conn
-	pa, pb   *rocev2.ProtectionDomain
-	cqa, cqb *rocev2.CompletionQueue
+	pa, pb   *verbs.ProtectionDomain
+	cqa, cqb *verbs.CompletionQueue
 	qa, qb   *rocev2.QueuePair
-	src      *rocev2.MemoryRegion
+	src      *verbs.MemoryRegion
 }
 
 func newFixture(t testing.TB, cfg rocev2.Config, link memlink.Config) *fixture {
@@ -59,23 +59,23 @@ func newFixture(t testing.TB, cfg rocev2.Config, link memlink.Config) *fixture {
 	f.p, f.ea, f.eb = pair(t, cfg, cfg, link)
 	f.ca, f.cb = connect(t, f.p, f.ea, f.eb)
 	f.pa, f.pb = f.ea.AllocPD(), f.eb.AllocPD()
-	f.cqa, f.cqb = rocev2.NewCompletionQueue(16), rocev2.NewCompletionQueue(16)
+	f.cqa, f.cqb = verbs.NewCompletionQueue(16), verbs.NewCompletionQueue(16)
 	var err error
-	f.qa, err = f.ca.CreateQP(rocev2.QPAttr{PD: f.pa, SendCQ: f.cqa, RecvCQ: f.cqa})
+	f.qa, err = f.ca.CreateQP(verbs.QPAttr{PD: f.pa, SendCQ: f.cqa, RecvCQ: f.cqa})
 	require.NoError(t, err)
-	f.qb, err = f.cb.CreateQP(rocev2.QPAttr{PD: f.pb, SendCQ: f.cqb, RecvCQ: f.cqb})
+	f.qb, err = f.cb.CreateQP(verbs.QPAttr{PD: f.pb, SendCQ: f.cqb, RecvCQ: f.cqb})
 	require.NoError(t, err)
 	buf := make([]byte, 64<<10)
 	for i := range buf {
 		buf[i] = byte(i*13 + 1)
 	}
-	f.src, err = f.pa.RegisterMR(buf, rocev2.AccessLocalWrite)
+	f.src, err = f.pa.RegisterMR(buf, verbs.AccessLocalWrite)
 	require.NoError(t, err)
 	return f
 }
 
 // region registers n bytes filled with 0xEE.
-func region(t testing.TB, pd *rocev2.ProtectionDomain, n int, access rocev2.Access) (*rocev2.MemoryRegion, []byte) {
+func region(t testing.TB, pd *verbs.ProtectionDomain, n int, access verbs.Access) (*verbs.MemoryRegion, []byte) {
 	t.Helper()
 	b := bytes.Repeat([]byte{0xEE}, n)
 	m, err := pd.RegisterMR(b, access)
@@ -84,14 +84,14 @@ func region(t testing.TB, pd *rocev2.ProtectionDomain, n int, access rocev2.Acce
 }
 
 // wait runs until cq yields one completion and returns it.
-func (f *fixture) wait(t testing.TB, cq *rocev2.CompletionQueue) rocev2.WorkCompletion {
+func (f *fixture) wait(t testing.TB, cq *verbs.CompletionQueue) verbs.WorkCompletion {
 	t.Helper()
-	var wc [1]rocev2.WorkCompletion
+	var wc [1]verbs.WorkCompletion
 	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+60e9))
 	return wc[0]
 }
 
-func (f *fixture) post(t testing.TB, wr rocev2.SendWR) {
+func (f *fixture) post(t testing.TB, wr verbs.SendWR) {
 	t.Helper()
 	require.NoError(t, f.qa.PostSend(f.p.Now, wr))
 }

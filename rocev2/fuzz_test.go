@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,13 +30,13 @@ func capturedPackets(tb testing.TB) [][]byte {
 			}
 		}
 	}
-	dst, _ := d.qb.pd.RegisterMR(make([]byte, 4096), AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
-	src, _ := d.qa.pd.RegisterMR(bytes.Repeat([]byte{7}, 4096), AccessLocalWrite)
-	_ = d.qb.PostRecv(d.now, RecvWR{ID: 1, Local: dst.SGE(0, 1000)})
-	_ = d.qa.PostSend(d.now, SendWR{ID: 1, Opcode: WRWrite, Local: src.SGE(0, 1000), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
-	_ = d.qa.PostSend(d.now, SendWR{ID: 2, Opcode: WRSendImm, Local: src.SGE(0, 999), Imm: 5})
-	_ = d.qa.PostSend(d.now, SendWR{ID: 3, Opcode: WRRead, Local: src.SGE(0, 700), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
-	_ = d.qa.PostSend(d.now, SendWR{ID: 4, Opcode: WRWriteImm, Local: src.SGE(0, 3), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	dst, _ := d.qb.pd.RegisterMR(make([]byte, 4096), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	src, _ := d.qa.pd.RegisterMR(bytes.Repeat([]byte{7}, 4096), verbs.AccessLocalWrite)
+	_ = d.qb.PostRecv(d.now, verbs.RecvWR{ID: 1, Local: dst.SGE(0, 1000)})
+	_ = d.qa.PostSend(d.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: src.SGE(0, 1000), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	_ = d.qa.PostSend(d.now, verbs.SendWR{ID: 2, Opcode: verbs.WRSendImm, Local: src.SGE(0, 999), Imm: 5})
+	_ = d.qa.PostSend(d.now, verbs.SendWR{ID: 3, Opcode: verbs.WRRead, Local: src.SGE(0, 700), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	_ = d.qa.PostSend(d.now, verbs.SendWR{ID: 4, Opcode: verbs.WRWriteImm, Local: src.SGE(0, 3), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
 	d.cb.np.onCE(d.now)
 	for i := 0; i < 50; i++ {
 		d.pump()
@@ -172,10 +173,10 @@ func FuzzEndpointReceive(f *testing.F) {
 	f.Add(make([]byte, 40), true)
 	f.Fuzz(func(t *testing.T, data []byte, raw bool) {
 		d := newDirectPair(t, Config{MTU: 256})
-		writable, _ := d.qb.pd.RegisterMR(make([]byte, 4096), AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
-		readOnly, _ := d.qb.pd.RegisterMR(bytes.Repeat([]byte{1}, 4096), AccessRemoteRead)
-		local, _ := d.qb.pd.RegisterMR(bytes.Repeat([]byte{2}, 4096), AccessLocalWrite)
-		_ = d.qb.PostRecv(d.now, RecvWR{ID: 1, Local: local.SGE(0, 100)})
+		writable, _ := d.qb.pd.RegisterMR(make([]byte, 4096), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+		readOnly, _ := d.qb.pd.RegisterMR(bytes.Repeat([]byte{1}, 4096), verbs.AccessRemoteRead)
+		local, _ := d.qb.pd.RegisterMR(bytes.Repeat([]byte{2}, 4096), verbs.AccessLocalWrite)
+		_ = d.qb.PostRecv(d.now, verbs.RecvWR{ID: 1, Local: local.SGE(0, 100)})
 		_ = writable
 		pkt := append([]byte(nil), data...)
 		if !raw && len(pkt) >= BTHLen+ICRCLen {
@@ -187,7 +188,7 @@ func FuzzEndpointReceive(f *testing.F) {
 			}
 			SealICRC(pkt, len(pkt)-ICRCLen, flow)
 		}
-		d.b.Receive(d.now, pkt, RxMeta{Peer: 0, CE: len(pkt)%3 == 0})
+		d.b.Receive(d.now, pkt, verbs.RxMeta{Peer: 0, CE: len(pkt)%3 == 0})
 		for i := 0; i < 5; i++ {
 			d.pump()
 		}

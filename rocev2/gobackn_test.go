@@ -4,11 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
-	"github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // decode parses a packet the tests captured (it must be valid).
@@ -21,8 +20,8 @@ func decode(t testing.TB, pkt []byte) rocev2.Packet {
 
 // dropper corrupts (so the receiver drops it on its ICRC) the packets from
 // side `from` for which drop returns true.
-func dropper(from int, drop func(p *rocev2.Packet) bool) func(int, []byte, metaroce.TxMeta) {
-	return func(side int, pkt []byte, _ metaroce.TxMeta) {
+func dropper(from int, drop func(p *rocev2.Packet) bool) func(int, []byte, verbs.TxMeta) {
+	return func(side int, pkt []byte, _ verbs.TxMeta) {
 		var p rocev2.Packet
 		if side == from && p.Decode(pkt) == nil && drop(&p) {
 			pkt[len(pkt)-1] ^= 0xFF
@@ -36,7 +35,7 @@ func dropper(from int, drop func(p *rocev2.Packet) bool) func(int, []byte, metar
 // from the lost PSN on (go-back-N), not just the lost packet.
 func TestSingleLossGoesBackN(t *testing.T) {
 	f := newFixture(t, rocev2.Config{MTU: 1024}, memlink.Config{Seed: 1, RateBps: 100e9})
-	dst, db := region(t, f.pb, 64<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	dst, db := region(t, f.pb, 64<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 
 	var first rocev2.PSN
 	started := false
@@ -65,9 +64,9 @@ func TestSingleLossGoesBackN(t *testing.T) {
 			}
 		}
 	}
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: f.src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
 	wc := f.wait(t, f.cqa)
-	require.Equal(t, rocev2.StatusSuccess, wc.Status)
+	require.Equal(t, verbs.StatusSuccess, wc.Status)
 	require.Equal(t, f.src.Bytes(), db)
 
 	require.Len(t, naks, 1, "one NAK per gap episode")
@@ -108,11 +107,11 @@ func TestSingleLossGoesBackN(t *testing.T) {
 // goes back to the oldest unacknowledged PSN.
 func TestLostNakRecoversByTimeout(t *testing.T) {
 	f := newFixture(t, rocev2.Config{MTU: 1024}, memlink.Config{Seed: 2, RateBps: 100e9})
-	dst, db := region(t, f.pb, 64<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	dst, db := region(t, f.pb, 64<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	droppedData, droppedNak := false, false
 	var first rocev2.PSN
 	started := false
-	f.p.Tap = func(side int, pkt []byte, m metaroce.TxMeta) {
+	f.p.Tap = func(side int, pkt []byte, m verbs.TxMeta) {
 		var p rocev2.Packet
 		if p.Decode(pkt) != nil {
 			return
@@ -132,8 +131,8 @@ func TestLostNakRecoversByTimeout(t *testing.T) {
 		}
 	}
 	start := f.p.Now
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: f.src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
-	require.Equal(t, rocev2.StatusSuccess, f.wait(t, f.cqa).Status)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	require.Equal(t, f.src.Bytes(), db)
 	require.True(t, droppedNak)
 	require.Equal(t, uint64(1), f.ca.Counters().Timeouts)
@@ -147,23 +146,23 @@ func TestLostNakRecoversByTimeout(t *testing.T) {
 func TestRetryExceeded(t *testing.T) {
 	cfg := rocev2.Config{RetryCount: 3, AckTimeoutCode: 10}
 	f := newFixture(t, cfg, memlink.Config{Seed: 3})
-	dst, _ := region(t, f.pb, 64<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	dst, _ := region(t, f.pb, 64<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	f.p.Link.AddBlackout(memlink.Blackout{Entropy: f.ca.SourcePort(), AnyPlane: true, At: int64(f.p.Now)})
 	start := f.p.Now
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: f.src.SGE(0, 8<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
-	f.post(t, rocev2.SendWR{ID: 2, Opcode: rocev2.WRWrite, Local: f.src.SGE(0, 8<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 8<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	f.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 8<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
 	w1, w2 := f.wait(t, f.cqa), f.wait(t, f.cqa)
 	require.Equal(t, uint64(1), w1.WRID)
-	require.Equal(t, rocev2.StatusRetryExceeded, w1.Status)
+	require.Equal(t, verbs.StatusRetryExceeded, w1.Status)
 	require.Equal(t, uint64(2), w2.WRID)
-	require.Equal(t, rocev2.StatusFlushed, w2.Status)
+	require.Equal(t, verbs.StatusFlushed, w2.Status)
 	took := time.Duration(f.p.Now - start)
 	to := rocev2.AckTimeout(10)
 	require.GreaterOrEqual(t, took, 4*to)
 	require.Less(t, took, 5*to)
 	require.Equal(t, uint64(4), f.ca.Counters().Timeouts, "the first timeout and three retries")
 	require.Equal(t, "error", f.ca.State())
-	require.ErrorIs(t, f.qa.PostSend(f.p.Now, rocev2.SendWR{Opcode: rocev2.WRSend}), rocev2.ErrQPError)
+	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend}), rocev2.ErrQPError)
 }
 
 // TestLostReadResponseReRequestsTheRest: a lost READ response makes the
@@ -171,14 +170,14 @@ func TestRetryExceeded(t *testing.T) {
 // the duplicate READ again.
 func TestLostReadResponseReRequestsTheRest(t *testing.T) {
 	f := newFixture(t, rocev2.Config{MTU: 1024}, memlink.Config{Seed: 4})
-	remote, rb := region(t, f.pb, 32<<10, rocev2.AccessRemoteRead)
+	remote, rb := region(t, f.pb, 32<<10, verbs.AccessRemoteRead)
 	for i := range rb {
 		rb[i] = byte(i * 7)
 	}
-	local, lb := region(t, f.pa, 32<<10, rocev2.AccessLocalWrite)
+	local, lb := region(t, f.pa, 32<<10, verbs.AccessLocalWrite)
 	count := 0
 	var reqs []rocev2.Packet
-	f.p.Tap = func(side int, pkt []byte, _ metaroce.TxMeta) {
+	f.p.Tap = func(side int, pkt []byte, _ verbs.TxMeta) {
 		p := decode(t, pkt)
 		if side == 1 && p.BTH.Opcode.IsReadResponse() {
 			count++
@@ -190,8 +189,8 @@ func TestLostReadResponseReRequestsTheRest(t *testing.T) {
 			reqs = append(reqs, p)
 		}
 	}
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRRead, Local: local.SGE(0, 32<<10), RemoteAddr: remote.Addr(), RKey: remote.RKey()})
-	require.Equal(t, rocev2.StatusSuccess, f.wait(t, f.cqa).Status)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRead, Local: local.SGE(0, 32<<10), RemoteAddr: remote.Addr(), RKey: remote.RKey()})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	require.Equal(t, rb, lb)
 	require.Len(t, reqs, 2)
 	require.Equal(t, reqs[0].BTH.PSN.Add(4), reqs[1].BTH.PSN, "re-requested from the missing response's PSN")
@@ -204,15 +203,15 @@ func TestLostReadResponseReRequestsTheRest(t *testing.T) {
 // acknowledged again but change nothing.
 func TestDuplicatesAreAckedNotReExecuted(t *testing.T) {
 	f := newFixture(t, rocev2.Config{}, memlink.Config{Seed: 5})
-	target, tb := region(t, f.pb, 16<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	target, tb := region(t, f.pb, 16<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	var captured [][]byte
-	f.p.Tap = func(from int, pkt []byte, _ metaroce.TxMeta) {
+	f.p.Tap = func(from int, pkt []byte, _ verbs.TxMeta) {
 		if from == 0 && decode(t, pkt).BTH.Opcode.IsWrite() {
 			captured = append(captured, append([]byte(nil), pkt...))
 		}
 	}
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: f.src.SGE(0, 16<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.Equal(t, rocev2.StatusSuccess, f.wait(t, f.cqa).Status)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 16<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	f.p.Tap = nil
 	require.Equal(t, f.src.Bytes()[:16<<10], tb)
 	for i := range tb {
@@ -220,7 +219,7 @@ func TestDuplicatesAreAckedNotReExecuted(t *testing.T) {
 	}
 	acks := f.cb.Counters().AcksSent
 	for _, pkt := range captured {
-		f.eb.Receive(f.p.Now, pkt, metaroce.RxMeta{Peer: 0})
+		f.eb.Receive(f.p.Now, pkt, verbs.RxMeta{Peer: 0})
 	}
 	f.p.Flush()
 	for _, b := range tb {
@@ -233,11 +232,11 @@ func TestDuplicatesAreAckedNotReExecuted(t *testing.T) {
 
 func TestRNRThenSuccess(t *testing.T) {
 	f := newFixture(t, rocev2.Config{MinRNRTimer: 1}, memlink.Config{Seed: 6})
-	buf, bb := region(t, f.pb, 4096, rocev2.AccessLocalWrite)
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRSend, Local: f.src.SGE(0, 3000)})
+	buf, bb := region(t, f.pb, 4096, verbs.AccessLocalWrite)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Local: f.src.SGE(0, 3000)})
 	require.NoError(t, f.p.RunUntil(func() bool { return f.ca.Counters().RNRNaksReceived >= 3 }, f.p.Now+1e9))
-	require.NoError(t, f.qb.PostRecv(f.p.Now, rocev2.RecvWR{ID: 9, Local: buf.SGE(0, 4096)}))
-	require.Equal(t, rocev2.StatusSuccess, f.wait(t, f.cqa).Status)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 9, Local: buf.SGE(0, 4096)}))
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(9), rc.WRID)
 	require.Equal(t, uint32(3000), rc.ByteLen)
@@ -247,10 +246,10 @@ func TestRNRThenSuccess(t *testing.T) {
 
 func TestRNRRetryExceeded(t *testing.T) {
 	f := newFixture(t, rocev2.Config{MinRNRTimer: 1, RNRRetry: 2}, memlink.Config{Seed: 7})
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRSend, Local: f.src.SGE(0, 3000)})
-	f.post(t, rocev2.SendWR{ID: 2, Opcode: rocev2.WRWrite, Local: f.src.SGE(0, 3000)})
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Local: f.src.SGE(0, 3000)})
+	f.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 3000)})
 	w1, w2 := f.wait(t, f.cqa), f.wait(t, f.cqa)
-	require.Equal(t, rocev2.StatusRNRRetryExceeded, w1.Status)
-	require.Equal(t, rocev2.StatusFlushed, w2.Status)
+	require.Equal(t, verbs.StatusRNRRetryExceeded, w1.Status)
+	require.Equal(t, verbs.StatusFlushed, w2.Status)
 	require.Equal(t, uint64(3), f.ca.Counters().RNRNaksReceived, "the first RNR NAK and two retries")
 }

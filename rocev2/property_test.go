@@ -7,10 +7,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // The property test of the protocol core (metaroce/property_test.go),
@@ -36,7 +36,7 @@ type rscenario struct {
 }
 
 type ropSpec struct {
-	op   rocev2.WROpcode
+	op   verbs.WROpcode
 	qp   int
 	size int
 	imm  uint32
@@ -91,7 +91,7 @@ func drawRScenario(seed uint64, maxSize, budget int) rscenario {
 			size = budget - total
 		}
 		total += size
-		s.ops = append(s.ops, ropSpec{op: rocev2.WROpcode(r.IntN(5)), qp: r.IntN(s.qps), size: size, imm: r.Uint32()})
+		s.ops = append(s.ops, ropSpec{op: verbs.WROpcode(r.IntN(5)), qp: r.IntN(s.qps), size: size, imm: r.Uint32()})
 	}
 	return s
 }
@@ -101,16 +101,16 @@ func runRScenario(t *testing.T, s rscenario) {
 	cfg := rocev2.Config{MTU: s.mtu, RetryCount: s.retries, PSNSeed: uint32(s.seed)}
 	p, ea, eb := pair(t, cfg, cfg, s.link)
 	pa, pb := ea.AllocPD(), eb.AllocPD()
-	cqa, cqb := rocev2.NewCompletionQueue(1024), rocev2.NewCompletionQueue(1024)
+	cqa, cqb := verbs.NewCompletionQueue(1024), verbs.NewCompletionQueue(1024)
 	qa := make([]*rocev2.QueuePair, s.qps)
 	qb := make([]*rocev2.QueuePair, s.qps)
 	index := map[uint32]int{} // QPN at either side -> QP index
 	for i := range qa {
 		ca, cb := connect(t, p, ea, eb)
 		var err error
-		qa[i], err = ca.CreateQP(rocev2.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
+		qa[i], err = ca.CreateQP(verbs.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa})
 		require.NoError(t, err)
-		qb[i], err = cb.CreateQP(rocev2.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
+		qb[i], err = cb.CreateQP(verbs.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb})
 		require.NoError(t, err)
 		index[ca.QPN()], index[cb.QPN()+1<<24] = i, i
 	}
@@ -137,34 +137,34 @@ func runRScenario(t *testing.T, s rscenario) {
 	origDstB := append([]byte(nil), dstB...)
 	mSrcA, err := pa.RegisterMR(srcA, 0)
 	require.NoError(t, err)
-	mDstA, err := pa.RegisterMR(dstA, rocev2.AccessLocalWrite)
+	mDstA, err := pa.RegisterMR(dstA, verbs.AccessLocalWrite)
 	require.NoError(t, err)
-	mDstB, err := pb.RegisterMR(dstB, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	mDstB, err := pb.RegisterMR(dstB, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
-	mSrcB, err := pb.RegisterMR(srcB, rocev2.AccessRemoteRead)
+	mSrcB, err := pb.RegisterMR(srcB, verbs.AccessRemoteRead)
 	require.NoError(t, err)
 
 	sendIDs := make([][]uint64, s.qps)
 	recvIDs := make([][]uint64, s.qps)
 	for i, o := range s.ops {
 		id, off := uint64(i), offs[i]
-		wr := rocev2.SendWR{ID: id, Opcode: o.op, Imm: o.imm}
+		wr := verbs.SendWR{ID: id, Opcode: o.op, Imm: o.imm}
 		switch o.op {
-		case rocev2.WRWrite, rocev2.WRWriteImm:
+		case verbs.WRWrite, verbs.WRWriteImm:
 			wr.Local = mSrcA.SGE(off, o.size)
 			wr.RemoteAddr, wr.RKey = mDstB.Addr()+uint64(off), mDstB.RKey()
-		case rocev2.WRSend, rocev2.WRSendImm:
+		case verbs.WRSend, verbs.WRSendImm:
 			wr.Local = mSrcA.SGE(off, o.size)
-		case rocev2.WRRead:
+		case verbs.WRRead:
 			wr.Local = mDstA.SGE(off, o.size)
 			wr.RemoteAddr, wr.RKey = mSrcB.Addr()+uint64(off), mSrcB.RKey()
 		}
-		if o.op == rocev2.WRWriteImm || o.op == rocev2.WRSend || o.op == rocev2.WRSendImm {
+		if o.op == verbs.WRWriteImm || o.op == verbs.WRSend || o.op == verbs.WRSendImm {
 			room := o.size
-			if o.op != rocev2.WRWriteImm {
+			if o.op != verbs.WRWriteImm {
 				room = o.size + gap/2
 			}
-			require.NoError(t, qb[o.qp].PostRecv(p.Now, rocev2.RecvWR{ID: id, Local: mDstB.SGE(off, room)}))
+			require.NoError(t, qb[o.qp].PostRecv(p.Now, verbs.RecvWR{ID: id, Local: mDstB.SGE(off, room)}))
 			recvIDs[o.qp] = append(recvIDs[o.qp], id)
 		}
 		require.NoError(t, qa[o.qp].PostSend(p.Now, wr), "op %d", i)
@@ -174,34 +174,34 @@ func runRScenario(t *testing.T, s rscenario) {
 	gotSend := make([][]uint64, s.qps)
 	gotRecv := make([][]uint64, s.qps)
 	seen := map[string]bool{}
-	wcs := make([]rocev2.WorkCompletion, 256)
+	wcs := make([]verbs.WorkCompletion, 256)
 	nSend, nRecv, wantRecv := 0, 0, 0
 	for _, r := range recvIDs {
 		wantRecv += len(r)
 	}
 	drain := func() {
 		for _, side := range []struct {
-			cq   *rocev2.CompletionQueue
+			cq   *verbs.CompletionQueue
 			recv bool
 		}{{cqa, false}, {cqb, true}} {
 			n := side.cq.Poll(wcs)
 			for _, wc := range wcs[:n] {
-				require.Equal(t, rocev2.StatusSuccess, wc.Status, "%s: %+v", s, wc)
+				require.Equal(t, verbs.StatusSuccess, wc.Status, "%s: %+v", s, wc)
 				key := fmt.Sprintf("%v/%d", side.recv, wc.WRID)
 				require.False(t, seen[key], "%s: completion twice: %+v", s, wc)
 				seen[key] = true
 				o := s.ops[wc.WRID]
 				if side.recv {
-					require.Equal(t, o.qp, index[uint32(wc.Conn)+1<<24])
+					require.Equal(t, o.qp, index[uint32(wc.QPN)+1<<24])
 					require.Equal(t, uint32(o.size), wc.ByteLen, "%s: %+v", s, wc)
-					require.Equal(t, o.op != rocev2.WRSend, wc.HasImm)
+					require.Equal(t, o.op != verbs.WRSend, wc.HasImm)
 					if wc.HasImm {
 						require.Equal(t, o.imm, wc.Imm)
 					}
 					gotRecv[o.qp] = append(gotRecv[o.qp], wc.WRID)
 					nRecv++
 				} else {
-					require.Equal(t, o.qp, index[uint32(wc.Conn)])
+					require.Equal(t, o.qp, index[uint32(wc.QPN)])
 					gotSend[o.qp] = append(gotSend[o.qp], wc.WRID)
 					nSend++
 				}
@@ -218,7 +218,7 @@ func runRScenario(t *testing.T, s rscenario) {
 	wantA := append([]byte(nil), origDstA...)
 	for i, o := range s.ops {
 		off := offs[i]
-		if o.op == rocev2.WRRead {
+		if o.op == verbs.WRRead {
 			copy(wantA[off:off+o.size], srcB[off:off+o.size])
 		} else {
 			copy(wantB[off:off+o.size], srcA[off:off+o.size])

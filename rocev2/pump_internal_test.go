@@ -1,6 +1,10 @@
 package rocev2
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // directPair is two endpoints wired back to back without a link: pump
 // moves every packet at once. Internal tests, fuzz targets and benchmarks
@@ -9,8 +13,8 @@ type directPair struct {
 	a, b     *Endpoint
 	ca, cb   *Conn
 	qa, qb   *QueuePair
-	cqa, cqb *CompletionQueue
-	now      Time
+	cqa, cqb *verbs.CompletionQueue
+	now      verbs.Time
 	buf      []byte
 	tap      func(from int, pkt []byte)
 }
@@ -41,9 +45,9 @@ func newDirectPair(tb testing.TB, cfg Config) *directPair {
 	if d.cb == nil || !d.cb.Established() {
 		tb.Fatal("no connection")
 	}
-	d.cqa, d.cqb = NewCompletionQueue(64), NewCompletionQueue(64)
-	d.qa, _ = d.ca.CreateQP(QPAttr{PD: d.a.AllocPD(), SendCQ: d.cqa, RecvCQ: d.cqa})
-	d.qb, _ = d.cb.CreateQP(QPAttr{PD: d.b.AllocPD(), SendCQ: d.cqb, RecvCQ: d.cqb})
+	d.cqa, d.cqb = verbs.NewCompletionQueue(64), verbs.NewCompletionQueue(64)
+	d.qa, _ = d.ca.CreateQP(verbs.QPAttr{PD: d.a.AllocPD(), SendCQ: d.cqa, RecvCQ: d.cqa})
+	d.qb, _ = d.cb.CreateQP(verbs.QPAttr{PD: d.b.AllocPD(), SendCQ: d.cqb, RecvCQ: d.cqb})
 	return d
 }
 
@@ -66,7 +70,7 @@ func (d *directPair) pump() {
 				if d.tap != nil {
 					d.tap(i, d.buf[:meta.Len])
 				}
-				other.Receive(d.now, d.buf[:meta.Len], RxMeta{Peer: PeerHandle(i)})
+				other.Receive(d.now, d.buf[:meta.Len], verbs.RxMeta{Peer: verbs.PeerHandle(i)})
 			}
 		}
 		if !moved {

@@ -3,26 +3,15 @@ package rocev2
 import (
 	"errors"
 	"fmt"
+
+	"github.com/metaroce/metaroce/internal/cqhook"
 	"github.com/metaroce/metaroce/internal/queue"
-
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
-// Work request opcodes (metaroce's).
-const (
-	WRWrite    = mr.WRWrite
-	WRWriteImm = mr.WRWriteImm
-	WRSend     = mr.WRSend
-	WRSendImm  = mr.WRSendImm
-	WRRead     = mr.WRRead
-)
-
-// QPAttr configures a queue pair.
-type QPAttr struct {
-	PD     *ProtectionDomain
-	SendCQ *CompletionQueue
-	RecvCQ *CompletionQueue
-}
+// pushWC reports a completion into a verbs completion queue (see
+// internal/cqhook: only transport cores can).
+var pushWC = cqhook.Push[verbs.PushFunc]()
 
 // Errors of the queue-pair API.
 var (
@@ -40,10 +29,13 @@ const MaxMessageLen = 1 << 31
 // QueuePair is the RC queue pair of a Conn (one per connection).
 type QueuePair struct {
 	conn   *Conn
-	pd     *ProtectionDomain
-	sendCQ *CompletionQueue
-	recvCQ *CompletionQueue
+	pd     *verbs.ProtectionDomain
+	sendCQ *verbs.CompletionQueue
+	recvCQ *verbs.CompletionQueue
 	rq     queue.Ring[recvSlot]
+	// destroyed: Destroy closed the connection (posts say so, not just
+	// "closed").
+	destroyed bool
 }
 
 // wqe is a send work request on its way out. Its PSNs are assigned when the
@@ -51,8 +43,8 @@ type QueuePair struct {
 // connection is up.
 type wqe struct {
 	id       uint64
-	op       WROpcode
-	mr       *MemoryRegion
+	op       verbs.WROpcode
+	mr       *verbs.MemoryRegion
 	local    []byte
 	length   uint32
 	raddr    uint64
@@ -66,7 +58,7 @@ type wqe struct {
 // recvSlot is a posted receive.
 type recvSlot struct {
 	id  uint64
-	mr  *MemoryRegion
+	mr  *verbs.MemoryRegion
 	buf []byte
 }
 
@@ -74,7 +66,7 @@ type recvSlot struct {
 func (q *QueuePair) Conn() *Conn { return q.conn }
 
 // QPN is the queue pair's number.
-func (q *QueuePair) QPN() uint32 { return q.conn.qpn }
+func (q *QueuePair) QPN() verbs.QPN { return verbs.QPN(q.conn.qpn) }
 
 // OutstandingSends is the number of send work requests not yet completed.
 func (q *QueuePair) OutstandingSends() int { return q.conn.sq.Len() }
@@ -86,7 +78,7 @@ func (q *QueuePair) PostedRecvs() int { return q.rq.Len() }
 // is checked now; remote checks happen at the responder and come back as
 // an error completion. The buffer belongs to the endpoint until the
 // completion is polled.
-func (q *QueuePair) PostSend(now Time, wr SendWR) error {
+func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 	c := q.conn
 	if err := q.usable(); err != nil {
 		return err
@@ -94,26 +86,25 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 	if c.sq.Len() >= c.ep.cfg.SendQueueDepth {
 		return ErrQueueFull
 	}
-	need := Access(0)
+	need := verbs.Access(0)
 	switch wr.Opcode {
-	case WRWrite, WRWriteImm, WRSend, WRSendImm:
-	case WRRead:
-		need = AccessLocalWrite
+	case verbs.WRWrite, verbs.WRWriteImm, verbs.WRSend, verbs.WRSendImm:
+	case verbs.WRRead:
+		need = verbs.AccessLocalWrite
 	default:
 		return fmt.Errorf("rocev2: unknown work request opcode %d", wr.Opcode)
 	}
 	if uint64(wr.Local.Length) > MaxMessageLen {
 		return ErrTooLarge
 	}
-	var m *MemoryRegion
+	var m *verbs.MemoryRegion
 	var local []byte
 	if wr.Local.Length > 0 {
 		var ok bool
-		m, local, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, need)
+		m, local, ok = c.ep.regions.ResolveLocal(q.pd, wr.Local, need)
 		if !ok {
-			return ErrBadSGE
+			return verbs.ErrBadSGE
 		}
-		m.refs++
 	}
 	w := c.newWQE()
 	*w = wqe{id: wr.ID, op: wr.Opcode, mr: m, local: local, length: wr.Local.Length,
@@ -125,7 +116,7 @@ func (q *QueuePair) PostSend(now Time, wr SendWR) error {
 
 // PostRecv queues a receive buffer (ibv_post_recv). SENDs and WRITEs with
 // immediate consume receives in posting order.
-func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
+func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 	c := q.conn
 	if err := q.usable(); err != nil {
 		return err
@@ -133,15 +124,14 @@ func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
 	if q.rq.Len() >= c.ep.cfg.RecvQueueDepth {
 		return ErrQueueFull
 	}
-	var m *MemoryRegion
+	var m *verbs.MemoryRegion
 	var buf []byte
 	if wr.Local.Length > 0 {
 		var ok bool
-		m, buf, ok = c.ep.regions.resolveLocal(q.pd, wr.Local, AccessLocalWrite)
+		m, buf, ok = c.ep.regions.ResolveLocal(q.pd, wr.Local, verbs.AccessLocalWrite)
 		if !ok {
-			return ErrBadSGE
+			return verbs.ErrBadSGE
 		}
-		m.refs++
 	}
 	q.rq.Push(recvSlot{id: wr.ID, mr: m, buf: buf})
 	return nil
@@ -149,6 +139,8 @@ func (q *QueuePair) PostRecv(now Time, wr RecvWR) error {
 
 func (q *QueuePair) usable() error {
 	switch {
+	case q.destroyed:
+		return verbs.ErrQPDestroyed
 	case q.conn.state == stateError:
 		return ErrQPError
 	case q.conn.state >= stateClosed:
@@ -169,41 +161,37 @@ func (c *Conn) newWQE() *wqe {
 }
 
 // completeSend reports a finished send work request and recycles it.
-func (c *Conn) completeSend(w *wqe, st Status) {
-	wc := WorkCompletion{WRID: w.id, Status: st, Conn: mr.ConnID(c.qpn)}
+func (c *Conn) completeSend(w *wqe, st verbs.Status) {
+	st = verbs.FailIfRevoked(w.mr, st)
+	wc := verbs.WorkCompletion{WRID: w.id, Status: st, QPN: verbs.QPN(c.qpn)}
 	switch w.op {
-	case WRSend, WRSendImm:
-		wc.Opcode = mr.WCSend
-	case WRWrite, WRWriteImm:
-		wc.Opcode = mr.WCWrite
-	case WRRead:
-		wc.Opcode = mr.WCRead
+	case verbs.WRSend, verbs.WRSendImm:
+		wc.Opcode = verbs.WCSend
+	case verbs.WRWrite, verbs.WRWriteImm:
+		wc.Opcode = verbs.WCWrite
+	case verbs.WRRead:
+		wc.Opcode = verbs.WCRead
 	}
-	if st == StatusSuccess {
+	if st == verbs.StatusSuccess {
 		wc.ByteLen = w.length
 		c.c.MessagesSent++
 	}
 	if c.qp.sendCQ != nil {
-		c.qp.sendCQ.Push(wc)
-	}
-	if w.mr != nil {
-		w.mr.refs--
+		pushWC(c.qp.sendCQ, wc)
 	}
 	*w = wqe{}
 	c.wqePool = append(c.wqePool, w)
 }
 
 // completeRecv reports a finished receive.
-func (c *Conn) completeRecv(s *recvSlot, st Status, n uint32, op WCOpcode, imm uint32, hasImm bool) {
-	wc := WorkCompletion{WRID: s.id, Status: st, Opcode: op, Imm: imm, HasImm: hasImm, Conn: mr.ConnID(c.qpn)}
-	if st == StatusSuccess {
+func (c *Conn) completeRecv(s *recvSlot, st verbs.Status, n uint32, op verbs.WCOpcode, imm uint32, hasImm bool) {
+	st = verbs.FailIfRevoked(s.mr, st)
+	wc := verbs.WorkCompletion{WRID: s.id, Status: st, Opcode: op, Imm: imm, HasImm: hasImm, QPN: verbs.QPN(c.qpn)}
+	if st == verbs.StatusSuccess {
 		wc.ByteLen = n
 		c.c.MessagesReceived++
 	}
-	if s.mr != nil {
-		s.mr.refs--
-	}
 	if c.qp.recvCQ != nil {
-		c.qp.recvCQ.Push(wc)
+		pushWC(c.qp.recvCQ, wc)
 	}
 }

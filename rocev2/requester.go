@@ -1,6 +1,8 @@
 package rocev2
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // The requester sends a QP's work requests as packets with consecutive
 // PSNs and retires them as the responder acknowledges, go-back-N style,
@@ -44,12 +46,12 @@ func chunks(n uint32, mtu int) int {
 func (c *Conn) requesterHasWork() bool { return c.sendIdx < c.sq.Len() }
 
 // requesterReady reports whether the requester may send a packet now.
-func (c *Conn) requesterReady(now Time) bool {
+func (c *Conn) requesterReady(now verbs.Time) bool {
 	if c.sendIdx >= c.sq.Len() || now < c.blockedUntil {
 		return false
 	}
 	w := *c.sq.At(c.sendIdx)
-	if w.op == WRRead && c.readsOut >= c.maxRd {
+	if w.op == verbs.WRRead && c.readsOut >= c.maxRd {
 		return false
 	}
 	if c.sendIdx == c.assigned && c.nextPSN.Diff(c.una)+chunks(w.length, c.mtu) >= maxOutstandingPSNs {
@@ -60,7 +62,7 @@ func (c *Conn) requesterReady(now Time) bool {
 
 // buildRequest writes the packet at sndPSN and advances. It returns the
 // packet length.
-func (c *Conn) buildRequest(now Time, buf []byte) int {
+func (c *Conn) buildRequest(now verbs.Time, buf []byte) int {
 	if c.sendIdx == c.assigned {
 		w := *c.sq.At(c.sendIdx)
 		w.first = c.nextPSN
@@ -77,7 +79,7 @@ func (c *Conn) buildRequest(now Time, buf []byte) int {
 	cfg := &c.ep.cfg
 	h := BTH{PKey: cfg.PKey, DestQP: c.rqpn, PSN: c.sndPSN}
 	n := BTHLen
-	if w.op == WRRead {
+	if w.op == verbs.WRRead {
 		off := uint32(k) * uint32(c.mtu)
 		h.Opcode = OpReadRequest
 		h.Put(buf)
@@ -92,8 +94,8 @@ func (c *Conn) buildRequest(now Time, buf []byte) int {
 		last := k == w.npkts-1
 		off := k * c.mtu
 		plen := min(c.mtu, int(w.length)-off)
-		imm := w.op == WRWriteImm || w.op == WRSendImm
-		write := w.op == WRWrite || w.op == WRWriteImm
+		imm := w.op == verbs.WRWriteImm || w.op == verbs.WRSendImm
+		write := w.op == verbs.WRWrite || w.op == verbs.WRWriteImm
 		reth := false
 		switch {
 		case w.npkts == 1 && write:
@@ -143,7 +145,7 @@ func (c *Conn) buildRequest(now Time, buf []byte) int {
 			putUint32(buf[n:], w.imm)
 			n += ImmLen
 		}
-		n += copy(buf[n:], w.local[off:off+plen])
+		n += copy(buf[n:], w.mr.Source(w.local[off:off+plen]))
 		clear(buf[n : n+pad])
 		n += pad
 		c.sndPSN = c.sndPSN.Add(1)
@@ -174,7 +176,7 @@ func (c *Conn) setSend(p PSN) {
 		if p.Diff(w.first) < w.npkts {
 			break
 		}
-		if w.op == WRRead {
+		if w.op == verbs.WRRead {
 			reads++
 		}
 		idx++
@@ -183,9 +185,9 @@ func (c *Conn) setSend(p PSN) {
 }
 
 // retry goes back to PSN p, consuming the retry count.
-func (c *Conn) retry(now Time, p PSN) {
+func (c *Conn) retry(now verbs.Time, p PSN) {
 	if c.retriesLeft <= 0 {
-		c.toError(mr.StatusRetryExceeded)
+		c.toError(verbs.StatusRetryExceeded)
 		return
 	}
 	c.retriesLeft--
@@ -196,7 +198,7 @@ func (c *Conn) retry(now Time, p PSN) {
 
 // readGapRetry goes back to the READ at una whose responses went missing,
 // once per episode.
-func (c *Conn) readGapRetry(now Time) {
+func (c *Conn) readGapRetry(now verbs.Time) {
 	if c.readGap {
 		return
 	}
@@ -207,11 +209,11 @@ func (c *Conn) readGapRetry(now Time) {
 // ackThrough acknowledges every PSN before to. It stops at a READ with
 // responses missing (and starts its retry): READs complete only by their
 // responses.
-func (c *Conn) ackThrough(now Time, to PSN) {
+func (c *Conn) ackThrough(now verbs.Time, to PSN) {
 	progressed := false
 	for c.una.Less(to) && c.assigned > 0 {
 		w := *c.sq.Front()
-		if w.op == WRRead {
+		if w.op == verbs.WRRead {
 			c.readGapRetry(now)
 			break
 		}
@@ -242,15 +244,15 @@ func (c *Conn) completeHead() {
 		if c.sendIdx > 0 {
 			c.sendIdx--
 		}
-		if w.op == WRRead && c.readsOut > 0 {
+		if w.op == verbs.WRRead && c.readsOut > 0 {
 			c.readsOut--
 		}
-		c.completeSend(w, mr.StatusSuccess)
+		c.completeSend(w, verbs.StatusSuccess)
 	}
 }
 
 // onProgress restarts the timer and the retry counts after una advanced.
-func (c *Conn) onProgress(now Time) {
+func (c *Conn) onProgress(now verbs.Time) {
 	cfg := &c.ep.cfg
 	c.lastProgress = now
 	c.retriesLeft, c.rnrLeft = cfg.RetryCount, cfg.RNRRetry
@@ -266,7 +268,7 @@ func (c *Conn) onProgress(now Time) {
 }
 
 // onAck handles an Acknowledge packet (ACK, NAK or RNR NAK).
-func (c *Conn) onAck(now Time, p *Packet) {
+func (c *Conn) onAck(now verbs.Time, p *Packet) {
 	psn, syn := p.BTH.PSN, p.AETH.Syndrome
 	switch syn.Kind() {
 	case KindACK:
@@ -295,7 +297,7 @@ func (c *Conn) onAck(now Time, p *Packet) {
 		}
 		if c.ep.cfg.RNRRetry != 7 {
 			if c.rnrLeft <= 0 {
-				c.toError(mr.StatusRNRRetryExceeded)
+				c.toError(verbs.StatusRNRRetryExceeded)
 				return
 			}
 			c.rnrLeft--
@@ -316,19 +318,19 @@ func (c *Conn) onAck(now Time, p *Packet) {
 		c.retry(now, psn)
 	default:
 		c.c.ErrorNaksReceived++
-		st := mr.StatusRemoteOpError
+		st := verbs.StatusRemoteOpError
 		switch syn {
 		case SynNAKInvalidReq:
-			st = mr.StatusRemoteInvalidReq
+			st = verbs.StatusRemoteInvalidReq
 		case SynNAKRemoteAccess:
-			st = mr.StatusRemoteAccessError
+			st = verbs.StatusRemoteAccessError
 		}
 		c.toError(st)
 	}
 }
 
 // onReadResponse places a READ response packet, in PSN order.
-func (c *Conn) onReadResponse(now Time, p *Packet) {
+func (c *Conn) onReadResponse(now verbs.Time, p *Packet) {
 	psn := p.BTH.PSN
 	if psn.Less(c.una) {
 		c.c.DuplicateResponses++
@@ -352,7 +354,7 @@ func (c *Conn) onReadResponse(now Time, p *Packet) {
 		return
 	}
 	w := *c.sq.Front()
-	if w.op != WRRead {
+	if w.op != verbs.WRRead {
 		c.c.Malformed++
 		return
 	}
@@ -368,8 +370,10 @@ func (c *Conn) onReadResponse(now Time, p *Packet) {
 		c.c.Malformed++
 		return
 	}
-	copy(w.local[k*c.mtu:], p.Payload)
-	c.c.PayloadPlaced += uint64(want)
+	if w.mr.Placeable() { // else deregistered: the READ fails (verbs.MemoryRegion.Deregister)
+		copy(w.local[k*c.mtu:], p.Payload)
+		c.c.PayloadPlaced += uint64(want)
+	}
 	c.c.ReadResponses++
 	c.una = psn.Add(1)
 	c.completeHead()

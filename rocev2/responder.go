@@ -1,6 +1,8 @@
 package rocev2
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // The responder executes requests strictly in PSN order, as RC NICs do:
 //
@@ -57,16 +59,13 @@ type respSlot struct {
 type readJob struct {
 	psn   PSN
 	src   []byte
-	mr    *MemoryRegion
+	mr    *verbs.MemoryRegion
 	npkts int
 	next  int // next response packet to build
 }
 
 func (j *readJob) release() {
-	if j.mr != nil {
-		j.mr.refs--
-		j.mr = nil
-	}
+	j.mr = nil
 }
 
 func (c *Conn) queueResp(kind respKind, psn PSN, syn Syndrome) {
@@ -140,7 +139,7 @@ func (c *Conn) buildReadResponse(buf []byte) int {
 		a.Put(buf[n:])
 		n += AETHLen
 	}
-	n += copy(buf[n:], j.src[off:off+plen])
+	n += copy(buf[n:], j.mr.Source(j.src[off:off+plen]))
 	clear(buf[n : n+pad])
 	n += pad
 	j.next++
@@ -153,7 +152,7 @@ func (c *Conn) buildReadResponse(buf []byte) int {
 }
 
 // onRequest handles a SEND, WRITE or READ request packet.
-func (c *Conn) onRequest(now Time, p *Packet) {
+func (c *Conn) onRequest(now verbs.Time, p *Packet) {
 	psn := p.BTH.PSN
 	d := psn.Diff(c.epsn)
 	if d > 0 {
@@ -214,25 +213,25 @@ func (c *Conn) rnr(psn PSN) {
 
 // responderError NAKs a request and puts the QP in the error state. The
 // receive being filled, if any, completes with recvStatus.
-func (c *Conn) responderError(psn PSN, syn Syndrome, recvStatus Status) {
+func (c *Conn) responderError(psn PSN, syn Syndrome, recvStatus verbs.Status) {
 	if syn == SynNAKRemoteAccess {
 		c.c.AccessErrors++
 	} else {
 		c.c.InvalidRequests++
 	}
-	if recvStatus != mr.StatusSuccess && c.qp.rq.Len() > 0 {
+	if recvStatus != verbs.StatusSuccess && c.qp.rq.Len() > 0 {
 		s := c.qp.rq.Pop()
-		c.completeRecv(&s, recvStatus, 0, mr.WCRecv, 0, false)
+		c.completeRecv(&s, recvStatus, 0, verbs.WCRecv, 0, false)
 	}
 	c.resp = respSlot{kind: respNakErr, psn: psn, syn: syn}
-	c.toError(mr.StatusFlushed)
+	c.toError(verbs.StatusFlushed)
 }
 
 func (c *Conn) onSend(p *Packet) {
 	info := opTable[p.BTH.Opcode]
 	psn := p.BTH.PSN
 	if (info.first && c.inMsg != msgNone) || (!info.first && c.inMsg != msgSend) {
-		c.responderError(psn, SynNAKInvalidReq, mr.StatusFlushed)
+		c.responderError(psn, SynNAKInvalidReq, verbs.StatusFlushed)
 		return
 	}
 	if info.first {
@@ -245,19 +244,21 @@ func (c *Conn) onSend(p *Packet) {
 	s := c.qp.rq.Front()
 	pl := p.Payload
 	if !info.last && len(pl) != c.mtu {
-		c.responderError(psn, SynNAKInvalidReq, mr.StatusFlushed)
+		c.responderError(psn, SynNAKInvalidReq, verbs.StatusFlushed)
 		return
 	}
 	if uint64(c.recvOff)+uint64(len(pl)) > uint64(len(s.buf)) {
-		c.responderError(psn, SynNAKInvalidReq, mr.StatusLocalLengthError)
+		c.responderError(psn, SynNAKInvalidReq, verbs.StatusLocalLengthError)
 		return
 	}
-	copy(s.buf[c.recvOff:], pl)
+	if s.mr.Placeable() { // else deregistered: the receive fails (verbs.MemoryRegion.Deregister)
+		copy(s.buf[c.recvOff:], pl)
+	}
 	c.recvOff += uint32(len(pl))
 	c.c.PayloadPlaced += uint64(len(pl))
 	if info.last {
 		slot := c.qp.rq.Pop()
-		c.completeRecv(&slot, mr.StatusSuccess, c.recvOff, mr.WCRecv, p.Imm, info.imm)
+		c.completeRecv(&slot, verbs.StatusSuccess, c.recvOff, verbs.WCRecv, p.Imm, info.imm)
 		c.inMsg = msgNone
 	} else {
 		c.inMsg = msgSend
@@ -271,20 +272,20 @@ func (c *Conn) onWrite(p *Packet) {
 	pl := p.Payload
 	if info.first {
 		if c.inMsg != msgNone {
-			c.responderError(psn, SynNAKInvalidReq, mr.StatusFlushed)
+			c.responderError(psn, SynNAKInvalidReq, verbs.StatusFlushed)
 			return
 		}
 		r := &p.RETH
 		var target []byte
 		if r.DMALen > 0 {
 			var ok bool
-			if _, target, ok = c.ep.regions.checkRemote(c.qp.pd, r.RKey, r.VA, uint64(r.DMALen), AccessRemoteWrite); !ok {
-				c.responderError(psn, SynNAKRemoteAccess, mr.StatusSuccess)
+			if c.wrMR, target, ok = c.ep.regions.CheckRemote(c.qp.pd, verbs.RKey(r.RKey), r.VA, uint64(r.DMALen), verbs.AccessRemoteWrite); !ok {
+				c.responderError(psn, SynNAKRemoteAccess, verbs.StatusSuccess)
 				return
 			}
 		}
 		if (info.last && uint32(len(pl)) != r.DMALen) || (!info.last && (len(pl) != c.mtu || r.DMALen <= uint32(c.mtu))) {
-			c.responderError(psn, SynNAKInvalidReq, mr.StatusSuccess)
+			c.responderError(psn, SynNAKInvalidReq, verbs.StatusSuccess)
 			return
 		}
 		if info.imm && c.qp.rq.Len() == 0 {
@@ -292,14 +293,23 @@ func (c *Conn) onWrite(p *Packet) {
 			return
 		}
 		c.wrBuf, c.wrOff = target, 0
+		if r.DMALen == 0 {
+			c.wrMR = nil
+		}
 	} else {
 		if c.inMsg != msgWrite {
-			c.responderError(psn, SynNAKInvalidReq, mr.StatusFlushed)
+			c.responderError(psn, SynNAKInvalidReq, verbs.StatusFlushed)
+			return
+		}
+		if !c.wrMR.Placeable() {
+			// The target was deregistered mid-message: revoked, so the
+			// rest is refused as any access under a dead key is.
+			c.responderError(psn, SynNAKRemoteAccess, verbs.StatusSuccess)
 			return
 		}
 		rest := len(c.wrBuf) - int(c.wrOff)
 		if (info.last && len(pl) != rest) || (!info.last && (len(pl) != c.mtu || c.mtu >= rest)) {
-			c.responderError(psn, SynNAKInvalidReq, mr.StatusSuccess)
+			c.responderError(psn, SynNAKInvalidReq, verbs.StatusSuccess)
 			return
 		}
 		if info.imm && c.qp.rq.Len() == 0 {
@@ -313,9 +323,9 @@ func (c *Conn) onWrite(p *Packet) {
 	if info.last {
 		if info.imm {
 			slot := c.qp.rq.Pop()
-			c.completeRecv(&slot, mr.StatusSuccess, uint32(len(c.wrBuf)), mr.WCRecvWriteImm, p.Imm, true)
+			c.completeRecv(&slot, verbs.StatusSuccess, uint32(len(c.wrBuf)), verbs.WCRecvWriteImm, p.Imm, true)
 		}
-		c.inMsg, c.wrBuf = msgNone, nil
+		c.inMsg, c.wrBuf, c.wrMR = msgNone, nil, nil
 	} else {
 		c.inMsg = msgWrite
 	}
@@ -325,28 +335,25 @@ func (c *Conn) onWrite(p *Packet) {
 func (c *Conn) onReadRequest(p *Packet) {
 	psn := p.BTH.PSN
 	if c.inMsg != msgNone || c.jobs.Len() >= maxReadJobs {
-		c.responderError(psn, SynNAKInvalidReq, mr.StatusFlushed)
+		c.responderError(psn, SynNAKInvalidReq, verbs.StatusFlushed)
 		return
 	}
 	m, src, ok := c.readSource(&p.RETH)
 	if !ok {
-		c.responderError(psn, SynNAKRemoteAccess, mr.StatusSuccess)
+		c.responderError(psn, SynNAKRemoteAccess, verbs.StatusSuccess)
 		return
 	}
 	n := chunks(p.RETH.DMALen, c.mtu)
-	if m != nil {
-		m.refs++
-	}
 	c.jobs.Push(readJob{psn: psn, src: src, mr: m, npkts: n})
 	c.accepted(p, n, true)
 }
 
 // readSource checks a READ's RETH and returns the bytes to send.
-func (c *Conn) readSource(r *RETH) (*MemoryRegion, []byte, bool) {
+func (c *Conn) readSource(r *RETH) (*verbs.MemoryRegion, []byte, bool) {
 	if r.DMALen == 0 {
 		return nil, nil, true
 	}
-	return c.ep.regions.checkRemote(c.qp.pd, r.RKey, r.VA, uint64(r.DMALen), AccessRemoteRead)
+	return c.ep.regions.CheckRemote(c.qp.pd, verbs.RKey(r.RKey), r.VA, uint64(r.DMALen), verbs.AccessRemoteRead)
 }
 
 // duplicateRead executes a READ request again: the requester lost some of
@@ -383,8 +390,5 @@ func (c *Conn) duplicateRead(p *Packet) {
 		}
 	}
 	c.c.DuplicateReads++
-	if m != nil {
-		m.refs++
-	}
 	c.jobs.Push(readJob{psn: psn, src: src, mr: m, npkts: n})
 }

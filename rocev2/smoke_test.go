@@ -3,26 +3,26 @@ package rocev2_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSmokeWriteSendRead(t *testing.T) {
 	f := newFixture(t, rocev2.Config{MTU: 1024}, memlink.Config{Seed: 1})
 	require.Equal(t, f.ca.SourcePort(), f.cb.SourcePort())
 	require.Equal(t, f.ca.QPN(), f.cb.RemoteQPN())
-	dst, db := region(t, f.pb, 64<<10, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite|rocev2.AccessRemoteRead)
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: f.src.SGE(0, 10000), RemoteAddr: dst.Addr() + 5, RKey: dst.RKey()})
+	dst, db := region(t, f.pb, 64<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: f.src.SGE(0, 10000), RemoteAddr: dst.Addr() + 5, RKey: dst.RKey()})
 	wc := f.wait(t, f.cqa)
-	require.Equal(t, rocev2.StatusSuccess, wc.Status, wc)
+	require.Equal(t, verbs.StatusSuccess, wc.Status, wc)
 	require.Equal(t, f.src.Bytes()[:10000], db[5:10005])
 
-	require.NoError(t, f.qb.PostRecv(f.p.Now, rocev2.RecvWR{ID: 7, Local: dst.SGE(20000, 5000)}))
-	f.post(t, rocev2.SendWR{ID: 2, Opcode: rocev2.WRSendImm, Local: f.src.SGE(100, 3000), Imm: 42})
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 7, Local: dst.SGE(20000, 5000)}))
+	f.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRSendImm, Local: f.src.SGE(100, 3000), Imm: 42})
 	wc = f.wait(t, f.cqa)
-	require.Equal(t, rocev2.StatusSuccess, wc.Status)
+	require.Equal(t, verbs.StatusSuccess, wc.Status)
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(7), rc.WRID)
 	require.Equal(t, uint32(3000), rc.ByteLen)
@@ -30,10 +30,10 @@ func TestSmokeWriteSendRead(t *testing.T) {
 	require.Equal(t, uint32(42), rc.Imm)
 	require.Equal(t, f.src.Bytes()[100:3100], db[20000:23000])
 
-	local, lb := region(t, f.pa, 8000, rocev2.AccessLocalWrite)
-	f.post(t, rocev2.SendWR{ID: 3, Opcode: rocev2.WRRead, Local: local.SGE(0, 8000), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
+	local, lb := region(t, f.pa, 8000, verbs.AccessLocalWrite)
+	f.post(t, verbs.SendWR{ID: 3, Opcode: verbs.WRRead, Local: local.SGE(0, 8000), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
 	wc = f.wait(t, f.cqa)
-	require.Equal(t, rocev2.StatusSuccess, wc.Status, wc)
+	require.Equal(t, verbs.StatusSuccess, wc.Status, wc)
 	require.Equal(t, db[:8000], lb)
 }
 
@@ -42,21 +42,21 @@ func TestSmokeWriteSendRead(t *testing.T) {
 // valid rkey (IBA 9.4.1.1).
 func TestZeroLengthOperations(t *testing.T) {
 	f := newFixture(t, rocev2.Config{}, memlink.Config{Seed: 2})
-	local, _ := region(t, f.pa, 16, rocev2.AccessLocalWrite)
-	require.NoError(t, f.qb.PostRecv(f.p.Now, rocev2.RecvWR{ID: 70}))
-	require.NoError(t, f.qb.PostRecv(f.p.Now, rocev2.RecvWR{ID: 71}))
-	f.post(t, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, RemoteAddr: 12345, RKey: 99})
-	f.post(t, rocev2.SendWR{ID: 2, Opcode: rocev2.WRWriteImm, Imm: 7})
-	f.post(t, rocev2.SendWR{ID: 3, Opcode: rocev2.WRSend})
-	f.post(t, rocev2.SendWR{ID: 4, Opcode: rocev2.WRRead, Local: local.SGE(0, 0)})
+	local, _ := region(t, f.pa, 16, verbs.AccessLocalWrite)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 70}))
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 71}))
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, RemoteAddr: 12345, RKey: 99})
+	f.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRWriteImm, Imm: 7})
+	f.post(t, verbs.SendWR{ID: 3, Opcode: verbs.WRSend})
+	f.post(t, verbs.SendWR{ID: 4, Opcode: verbs.WRRead, Local: local.SGE(0, 0)})
 	for id := uint64(1); id <= 4; id++ {
 		wc := f.wait(t, f.cqa)
 		require.Equal(t, id, wc.WRID)
-		require.Equal(t, rocev2.StatusSuccess, wc.Status, "wr %d", id)
+		require.Equal(t, verbs.StatusSuccess, wc.Status, "wr %d", id)
 		require.Zero(t, wc.ByteLen)
 	}
 	r1, r2 := f.wait(t, f.cqb), f.wait(t, f.cqb)
-	require.Equal(t, rocev2.WorkCompletion{WRID: 70, Opcode: 4, HasImm: true, Imm: 7, Conn: f.cb.LocalID()}, r1)
+	require.Equal(t, verbs.WorkCompletion{WRID: 70, Opcode: 4, HasImm: true, Imm: 7, QPN: verbs.QPN(f.cb.QPN())}, r1)
 	require.Equal(t, uint64(71), r2.WRID)
 	require.Zero(t, r2.ByteLen)
 }

@@ -3,10 +3,10 @@ package rocev2_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // transfer WRITEs total bytes A->B as msg-sized WRITEs, at most 8
@@ -21,20 +21,20 @@ func transfer(t *testing.T, cfg rocev2.Config, link memlink.Config, total, msg i
 	}
 	ms, err := f.pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	md, err := f.pb.RegisterMR(make([]byte, msg), rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	md, err := f.pb.RegisterMR(make([]byte, msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
 	posted, done := 0, 0
-	wcs := make([]rocev2.WorkCompletion, 16)
+	wcs := make([]verbs.WorkCompletion, 16)
 	start := f.p.Now
 	err = f.p.RunUntil(func() bool {
 		for posted < total/msg && posted-done < 8 {
-			require.NoError(t, f.qa.PostSend(f.p.Now, rocev2.SendWR{ID: uint64(posted), Opcode: rocev2.WRWrite,
+			require.NoError(t, f.qa.PostSend(f.p.Now, verbs.SendWR{ID: uint64(posted), Opcode: verbs.WRWrite,
 				Local: ms.SGE(0, msg), RemoteAddr: md.Addr(), RKey: md.RKey()}))
 			posted++
 		}
 		n := f.cqa.Poll(wcs)
 		for _, wc := range wcs[:n] {
-			require.Equal(t, rocev2.StatusSuccess, wc.Status)
+			require.Equal(t, verbs.StatusSuccess, wc.Status)
 		}
 		done += n
 		return done == total/msg

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,11 +16,11 @@ func TestPSNWrapWithLoss(t *testing.T) {
 	start := PSN(PSNMask - 5)
 	d.ca.nextPSN, d.ca.una, d.ca.sndPSN, d.ca.sndMax = start, start, start, start
 	d.cb.epsn = start
-	src, _ := d.qa.pd.RegisterMR(bytes.Repeat([]byte{0x5A}, 8192), AccessLocalWrite)
+	src, _ := d.qa.pd.RegisterMR(bytes.Repeat([]byte{0x5A}, 8192), verbs.AccessLocalWrite)
 	for i := range src.Bytes() {
 		src.Bytes()[i] = byte(i * 11)
 	}
-	dst, _ := d.qb.pd.RegisterMR(make([]byte, 8192), AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
+	dst, _ := d.qb.pd.RegisterMR(make([]byte, 8192), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
 	dropped := false
 	var naks []PSN
 	d.tap = func(from int, pkt []byte) {
@@ -35,17 +36,17 @@ func TestPSNWrapWithLoss(t *testing.T) {
 			naks = append(naks, p.BTH.PSN)
 		}
 	}
-	require.NoError(t, d.qa.PostSend(d.now, SendWR{ID: 1, Opcode: WRWrite, Local: src.SGE(0, 4096), RemoteAddr: dst.Addr(), RKey: dst.RKey()}))
-	require.NoError(t, d.qa.PostSend(d.now, SendWR{ID: 2, Opcode: WRRead, Local: src.SGE(4096, 2000), RemoteAddr: dst.Addr() + 100, RKey: dst.RKey()}))
-	var wcs [4]WorkCompletion
+	require.NoError(t, d.qa.PostSend(d.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: src.SGE(0, 4096), RemoteAddr: dst.Addr(), RKey: dst.RKey()}))
+	require.NoError(t, d.qa.PostSend(d.now, verbs.SendWR{ID: 2, Opcode: verbs.WRRead, Local: src.SGE(4096, 2000), RemoteAddr: dst.Addr() + 100, RKey: dst.RKey()}))
+	var wcs [4]verbs.WorkCompletion
 	got := 0
 	for i := 0; i < 1000 && got < 2; i++ {
 		d.pump()
 		got += d.cqa.Poll(wcs[got:])
 	}
 	require.Equal(t, 2, got)
-	require.Equal(t, StatusSuccess, wcs[0].Status)
-	require.Equal(t, StatusSuccess, wcs[1].Status)
+	require.Equal(t, verbs.StatusSuccess, wcs[0].Status)
+	require.Equal(t, verbs.StatusSuccess, wcs[1].Status)
 	require.True(t, dropped)
 	require.Equal(t, []PSN{2}, naks, "the NAK names the first PSN after the wrap that went missing")
 	require.Equal(t, src.Bytes()[:4096], dst.Bytes()[:4096])

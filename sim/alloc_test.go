@@ -26,12 +26,12 @@ transports: [metaroce]
 	require.NoError(t, err)
 	require.NoError(t, s.start())
 	s.runUntil(2e6) // warm up: 2 ms
-	before := s.hostTx
+	before := s.fab.Stats().HostTx
 	at := Time(2e6)
 	allocs := testing.AllocsPerRun(5, func() {
 		at += 100e3
 		s.runUntil(at)
 	})
-	require.Greater(t, s.hostTx-before, uint64(1000), "the run must be moving packets")
+	require.Greater(t, s.fab.Stats().HostTx-before, uint64(1000), "the run must be moving packets")
 	require.Zero(t, allocs, "allocations per 100 µs of steady-state simulation")
 }

@@ -37,7 +37,7 @@ transports: [metaroce]
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		s := benchSim(b, exp)
-		pkts += s.hostTx
+		pkts += s.fab.Stats().HostTx
 		events += s.events
 	}
 	b.ReportMetric(float64(pkts)/b.Elapsed().Seconds(), "pkts/s")
@@ -57,7 +57,7 @@ transports: [metaroce]
 	var pkts uint64
 	for i := 0; i < b.N; i++ {
 		s := benchSim(b, exp)
-		pkts += s.hostTx
+		pkts += s.fab.Stats().HostTx
 	}
 	b.ReportMetric(float64(pkts)/b.Elapsed().Seconds(), "pkts/s")
 }

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/metaroce/metaroce/sim/fabric"
+	"github.com/metaroce/metaroce/sim/workload"
 )
 
 // Config is one experiment file (configs/experiments/*.yaml), decoded
@@ -28,88 +31,17 @@ type Config struct {
 	// Bin is the sampling interval of time series. Default 10us.
 	Bin Duration `yaml:"bin"`
 
-	Topology  TopologyConfig  `yaml:"topology"`
-	Loss      LossConfig      `yaml:"loss"`
-	Failures  []FailureConfig `yaml:"failures"`
-	Transport TransportConfig `yaml:"transport"`
-	Workload  WorkloadConfig  `yaml:"workload"`
+	Topology  fabric.TopologyConfig  `yaml:"topology"`
+	Loss      fabric.LossConfig      `yaml:"loss"`
+	Failures  []fabric.FailureConfig `yaml:"failures"`
+	Transport TransportConfig        `yaml:"transport"`
+	Workload  workload.Config        `yaml:"workload"`
 	// Sweep maps keys of this file (dotted paths, as for --set) to lists of
 	// values; every combination is one run per transport. Kept as a node:
 	// Experiment parses it in order.
 	Sweep  yaml.Node    `yaml:"sweep"`
 	Report ReportConfig `yaml:"report"`
 	Pcap   PcapConfig   `yaml:"pcap"`
-}
-
-// TopologyConfig is the fabric.
-type TopologyConfig struct {
-	// Kind: back-to-back (two hosts, one direct cable per plane) or
-	// leaf-spine (Planes independent leaf-spine planes; with Planes > 1
-	// it is the multi-plane fabric; "multi-plane" is accepted as a
-	// synonym).
-	Kind         string `yaml:"kind"`
-	Planes       int    `yaml:"planes"`
-	Leaves       int    `yaml:"leaves"`
-	Spines       int    `yaml:"spines"`
-	HostsPerLeaf int    `yaml:"hosts_per_leaf"`
-	// NICGbps is the rate of each host NIC port (one per plane), and of
-	// the leaf's port facing it. Default 100.
-	NICGbps float64 `yaml:"nic_gbps"`
-	// FabricGbps is the rate of leaf-spine links. Default NICGbps.
-	FabricGbps float64 `yaml:"fabric_gbps"`
-	// LinkDelay is every link's propagation delay. Default 1us.
-	LinkDelay Duration `yaml:"link_delay"`
-	// Buffer is each switch output port's buffer. Default 1MiB.
-	Buffer Size      `yaml:"buffer"`
-	ECN    ECNConfig `yaml:"ecn"`
-	// Reconvergence is how long after a link fails or recovers the
-	// switches' routing reflects it ("never" = not within a run, the
-	// default: the endpoints must route around failures themselves).
-	Reconvergence Duration `yaml:"reconvergence"`
-	// TxQueue is the number of packets a host NIC port may hold waiting
-	// to be sent (beside the one on the wire). Default 2.
-	TxQueue int `yaml:"tx_queue"`
-	// PFC is the optional lossless mode (priority flow control on the
-	// switches). Off by default.
-	PFC PFCConfig `yaml:"pfc"`
-	// LinkGbps sets the rate of individual cables by name (both
-	// directions), overriding nic_gbps / fabric_gbps: a slow or degraded
-	// link (see docs/sim.md for link names).
-	LinkGbps map[string]float64 `yaml:"link_gbps"`
-	// ECMP is how a leaf picks among equal-cost uplinks: "hash" (default:
-	// a salted hash of the 5-tuple, as switches do) or "modulo" (UDP
-	// source port modulo the number of uplinks: consecutive source ports
-	// take distinct spines, so an experiment can put exactly one path of
-	// a connection on one spine).
-	ECMP string `yaml:"ecmp"`
-}
-
-// PFCConfig is the lossless mode: PFC-style pause on every switch, one
-// priority class for all traffic. Each switch counts the bytes it holds per
-// ingress link (a packet counts against the link it arrived on until its
-// last bit has left the switch); when a link's count reaches Xoff the
-// switch sends a PAUSE to the link's sender, when it falls back to Xon a
-// RESUME, each taking effect one propagation delay later. A paused sender
-// (a switch port or a host NIC port) finishes the packet on the wire and
-// then sends nothing on that link until resumed. Each ingress link gets
-// headroom above Xoff for what is already on the wire, so a switch drops
-// nothing for congestion; topology.buffer does not apply.
-type PFCConfig struct {
-	Enabled bool `yaml:"enabled"`
-	// Xoff is the ingress count that pauses the sender. Default 256KiB.
-	Xoff Size `yaml:"xoff"`
-	// Xon is the ingress count at or below which the sender is resumed.
-	// Default Xoff/2.
-	Xon Size `yaml:"xon"`
-}
-
-// FailureConfig fails a link (both directions of the cable) or a whole
-// plane at At, and restores it at Recover (never, if unset).
-type FailureConfig struct {
-	At      Duration `yaml:"at"`
-	Recover Duration `yaml:"recover"`
-	Plane   *int     `yaml:"plane"`
-	Link    string   `yaml:"link"`
 }
 
 // TransportConfig holds what all transports share (MTU) and one section
@@ -121,55 +53,9 @@ type TransportConfig struct {
 	Per map[string]yaml.Node `yaml:",inline"`
 }
 
-// WorkloadConfig is the traffic.
-type WorkloadConfig struct {
-	// Kind: long-lived, incast, all-to-all or allreduce.
-	Kind string `yaml:"kind"`
-	// Pattern (long-lived): pair (every connection from host 0 to host
-	// 1) or permutation (host i to host i+H/2 mod H, so every pair
-	// crosses the fabric; connections spread round robin over the pairs).
-	Pattern string `yaml:"pattern"`
-	// Connections (long-lived): total connections. Default 1.
-	Connections int `yaml:"connections"`
-	// Senders (incast): N, the number of hosts sending to host 0.
-	Senders int `yaml:"senders"`
-	// Outstanding: messages each connection keeps posted (write_bw's tx
-	// depth). Default 4.
-	Outstanding int `yaml:"outstanding"`
-	// MessageSize: bytes per message. Default 64KiB.
-	MessageSize Size `yaml:"message_size"`
-	// FlowSize (long-lived, incast): bytes each connection moves before it
-	// completes; 0 = keep sending until the run ends.
-	FlowSize Size `yaml:"flow_size"`
-	// Hosts (collectives): the ranks; 0 = every host.
-	Hosts int `yaml:"hosts"`
-	// Placement (collectives): packed (rank r on host r, the default) or
-	// spread (ranks dealt over the leaves in turn, so that every ring hop
-	// crosses the spines).
-	Placement string `yaml:"placement"`
-	// Size (collectives): the per-rank buffer, as nccl-tests' size.
-	Size Size `yaml:"size"`
-	// Channels (collectives): connections per rank pair, each moving its
-	// own slice of every message, as NCCL's channels. Default 1.
-	Channels int `yaml:"channels"`
-	// WarmupIters (collectives): untimed iterations before the timed
-	// ones, as nccl-tests' -w. Default 0.
-	WarmupIters int `yaml:"warmup_iters"`
-	// Iters (collectives): timed iterations, as nccl-tests' -n; the
-	// figures are their mean. Default 1.
-	Iters int `yaml:"iters"`
-	// Start delays the workload (connections are opened at 0, data
-	// starts at Start). Default 0.
-	Start Duration `yaml:"start"`
-	// Ops are the operations messages use, in rotation: the k-th message
-	// posted on connection c (c in Dial order, from 0) uses
-	// Ops[(c+k) mod len(Ops)]; repeat a name to weight it. write,
-	// write_imm, send, send_imm, read. Default [write_imm].
-	Ops []string `yaml:"ops"`
-}
-
-// ops returns the parsed operations (validated by defaults).
-func (w *WorkloadConfig) ops() []Op {
+// workloadOps returns the parsed operations of w (validated by
+// defaults).
+func workloadOps(w *workload.Config) []Op {
 	if len(w.Ops) == 0 {
 		return []Op{OpWriteImm}
 	}
@@ -239,104 +125,19 @@ func (c *Config) defaults() error {
 	if c.Bin <= 0 || c.Bin.Never() {
 		return fmt.Errorf("bin = %v, want a positive time", c.Bin)
 	}
-	t := &c.Topology
-	switch t.Kind {
-	case "", "leaf-spine", "multi-plane":
-		t.Kind = "leaf-spine"
-	case "back-to-back":
-	default:
-		return fmt.Errorf("topology.kind = %q, want back-to-back, leaf-spine or multi-plane", t.Kind)
+	if err := c.Topology.Defaults(); err != nil {
+		return err
 	}
 	setInt := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
 		}
 	}
-	setInt(&t.Planes, 1)
-	setInt(&t.Leaves, 2)
-	setInt(&t.Spines, 4)
-	setInt(&t.HostsPerLeaf, 1)
-	setInt(&t.TxQueue, 2)
-	if t.NICGbps == 0 {
-		t.NICGbps = 100
-	}
-	if t.FabricGbps == 0 {
-		t.FabricGbps = t.NICGbps
-	}
-	if t.LinkDelay == 0 {
-		t.LinkDelay = Duration(time.Microsecond)
-	}
-	if t.Buffer == 0 {
-		t.Buffer = 1 << 20
-	}
-	if t.Reconvergence == 0 {
-		t.Reconvergence = NeverDuration
-	}
-	for _, r := range []struct {
-		name   string
-		v, lim int
-	}{
-		{"topology.planes", t.Planes, 16}, {"topology.leaves", t.Leaves, 4096},
-		{"topology.spines", t.Spines, 1024}, {"topology.hosts_per_leaf", t.HostsPerLeaf, 4096},
-		{"topology.tx_queue", t.TxQueue, 64},
-	} {
-		if r.v < 1 || r.v > r.lim {
-			return fmt.Errorf("%s = %d, want 1..%d", r.name, r.v, r.lim)
-		}
-	}
-	if t.Kind == "leaf-spine" && t.Leaves*t.HostsPerLeaf < 2 {
-		return fmt.Errorf("topology: leaves × hosts_per_leaf = %d, want at least 2 hosts", t.Leaves*t.HostsPerLeaf)
-	}
-	if t.Kind == "leaf-spine" && t.Leaves*t.HostsPerLeaf > 65535 {
-		return fmt.Errorf("topology: %d hosts, at most 65535", t.Leaves*t.HostsPerLeaf)
-	}
-	if !(t.NICGbps > 0) || !(t.FabricGbps > 0) {
-		return fmt.Errorf("topology: link rates must be positive (nic_gbps %v, fabric_gbps %v)", t.NICGbps, t.FabricGbps)
-	}
-	if t.LinkDelay < 0 || t.LinkDelay.Never() || t.Buffer < 0 {
-		return fmt.Errorf("topology: link_delay %v and buffer %v must be finite and non-negative", t.LinkDelay, t.Buffer)
-	}
-	if err := t.ECN.validate(); err != nil {
+	if err := c.Loss.Validate(); err != nil {
 		return err
 	}
-	switch t.ECMP {
-	case "":
-		t.ECMP = "hash"
-	case "hash", "modulo":
-	default:
-		return fmt.Errorf("topology.ecmp = %q, want hash or modulo", t.ECMP)
-	}
-	for name, g := range t.LinkGbps {
-		if !(g > 0) {
-			return fmt.Errorf("topology.link_gbps.%s = %v, want a positive rate", name, g)
-		}
-	}
-	if t.PFC.Xoff == 0 {
-		t.PFC.Xoff = 256 << 10
-	}
-	if t.PFC.Xon == 0 {
-		t.PFC.Xon = t.PFC.Xoff / 2
-	}
-	if t.PFC.Xoff < 0 || t.PFC.Xon < 0 || t.PFC.Xon >= t.PFC.Xoff {
-		return fmt.Errorf("topology.pfc: want 0 <= xon < xoff, have xon %v xoff %v", t.PFC.Xon, t.PFC.Xoff)
-	}
-	if err := c.Loss.validate(); err != nil {
+	if err := fabric.ValidateFailures(c.Failures, c.Topology.Planes); err != nil {
 		return err
-	}
-	for i := range c.Failures {
-		f := &c.Failures[i]
-		if (f.Plane == nil) == (f.Link == "") {
-			return fmt.Errorf("failures[%d]: give exactly one of plane and link", i)
-		}
-		if f.Plane != nil && (*f.Plane < 0 || *f.Plane >= t.Planes) {
-			return fmt.Errorf("failures[%d].plane = %d, want 0..%d", i, *f.Plane, t.Planes-1)
-		}
-		if f.Recover == 0 {
-			f.Recover = NeverDuration
-		}
-		if f.At < 0 || f.At.Never() || (!f.Recover.Never() && f.Recover <= f.At) {
-			return fmt.Errorf("failures[%d]: want 0 <= at < recover, have at %v recover %v", i, f.At, f.Recover)
-		}
 	}
 	if c.Transport.MTU == 0 {
 		c.Transport.MTU = 4096
@@ -407,12 +208,4 @@ func (c *Config) defaults() error {
 		}
 	}
 	return nil
-}
-
-// numHosts is the number of hosts the topology has.
-func (t *TopologyConfig) numHosts() int {
-	if t.Kind == "back-to-back" {
-		return 2
-	}
-	return t.Leaves * t.HostsPerLeaf
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/metaroce/metaroce/sim/fabric"
 )
 
 // Experiment is an experiment file, with --set overrides applied, ready
@@ -269,8 +271,8 @@ func (e *Experiment) newRun(i int, tn string, doc *yaml.Node, params Row) (*Run,
 	tr, _ := lookupTransport(tn)
 	p := tr.NewParams()
 	if n, ok := cfg.Transport.Per[tn]; ok {
-		if err := decode(&n, p); err != nil {
-			return nil, fmt.Errorf("transport.%s: %w", tn, err)
+		if err := decodeParams(&n, p, "transport."+tn); err != nil {
+			return nil, err
 		}
 	}
 	if pc, ok := tr.(paramsChecker); ok {
@@ -364,9 +366,9 @@ func (e *Experiment) Execute(o Options) (*Results, error) {
 					return
 				}
 				r := runs[i]
-				var tap *capture
+				var tap *fabric.Tap
 				if o.Capture != nil && i == r.cfg.Pcap.Run {
-					tap = &capture{host: int32(r.cfg.Pcap.Host), fn: func(t Time, f Frame) { o.Capture(int64(t), f) }}
+					tap = &fabric.Tap{Host: int32(r.cfg.Pcap.Host), Fn: func(t Time, f Frame) { o.Capture(int64(t), f) }}
 				}
 				out[i], errs[i] = execRun(r, tap, prog[i])
 			}
@@ -396,9 +398,9 @@ func (e *Experiment) Execute(o Options) (*Results, error) {
 	return res, nil
 }
 
-func execRun(r *Run, tap *capture, prog *atomic.Int64) (*runResult, error) {
-	if tap != nil && (tap.host < 0 || int(tap.host) >= r.cfg.Topology.numHosts()) {
-		return nil, fmt.Errorf("pcap.host = %d, the topology has hosts 0..%d", tap.host, r.cfg.Topology.numHosts()-1)
+func execRun(r *Run, tap *fabric.Tap, prog *atomic.Int64) (*runResult, error) {
+	if tap != nil && (tap.Host < 0 || int(tap.Host) >= r.cfg.Topology.NumHosts()) {
+		return nil, fmt.Errorf("pcap.host = %d, the topology has hosts 0..%d", tap.Host, r.cfg.Topology.NumHosts()-1)
 	}
 	s, err := newSim(runSpec{cfg: r.cfg, transport: r.tr, params: r.params, tap: tap, progress: prog})
 	if err != nil {
@@ -459,7 +461,7 @@ func (e *Experiment) applyBaseline(res *Results) {
 // sameValue compares a row value with a baseline value from the file,
 // numerically when both are numbers.
 func sameValue(v any, want string) bool {
-	if f, ok := toFloat(v); ok {
+	if f, ok := Number(v); ok {
 		if w, err := strconv.ParseFloat(strings.TrimSpace(want), 64); err == nil {
 			return f == w
 		}

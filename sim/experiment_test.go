@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -190,25 +189,6 @@ func TestPlaneFailureNoFailedWork(t *testing.T) {
 	require.Greater(t, mustFloat(t, m[0], "path_failures"), 0.0, "the failed plane's paths should be judged failed")
 	require.Zero(t, mustFloat(t, m[0], "failed_wrs"), "metaroce moves the failed plane's work to the others")
 	require.Zero(t, mustFloat(t, m[0], "stalled_connections"))
-}
-
-func TestOutputsCSVAndPlots(t *testing.T) {
-	res := runSmall(t, "incast.yaml", 0)
-	dir := t.TempDir()
-	files, err := res.WriteCSV(dir)
-	require.NoError(t, err)
-	require.Len(t, files, 2)
-	pngs, err := res.WritePlots(dir)
-	require.NoError(t, err)
-	require.Len(t, pngs, 2)
-	for _, f := range append(files, pngs...) {
-		st, err := os.Stat(f)
-		require.NoError(t, err)
-		require.Greater(t, st.Size(), int64(100))
-	}
-	var b bytes.Buffer
-	require.NoError(t, res.WriteTable(&b))
-	require.Contains(t, b.String(), "converge_rtts")
 }
 
 // A bad transport parameter is an error when the file is loaded, naming

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/internal/golden"
+	"github.com/metaroce/metaroce/sim"
+	"github.com/metaroce/metaroce/sim/report"
 )
 
 var fullExperiments = flag.Bool("full", false,
@@ -54,12 +56,12 @@ func TestExperimentGoldens(t *testing.T) {
 			if !g.cheap && !*fullExperiments {
 				t.Skipf("full size takes long: go test ./sim -run TestExperimentGoldens/%s -full", g.name)
 			}
-			e, err := Load(filepath.Join("..", "configs", "experiments", g.name+".yaml"), nil)
+			e, err := sim.Load(filepath.Join("..", "configs", "experiments", g.name+".yaml"), nil)
 			require.NoError(t, err)
-			res, err := e.Execute(Options{})
+			res, err := e.Execute(sim.Options{})
 			require.NoError(t, err)
 			var b bytes.Buffer
-			require.NoError(t, res.WriteTable(&b))
+			require.NoError(t, report.WriteTable(&b, res))
 			golden.File(t, goldenTablePath(g.name), b.Bytes())
 		})
 	}

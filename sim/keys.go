@@ -8,38 +8,24 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/metaroce/metaroce/internal/keys"
 )
 
 // The experiment file is decoded strictly, and every key, whether in the
 // file, in --set or in sweep, is checked against the schema (Config and
 // the transports' parameter structs) first, so that a mistyped key fails
 // with its name, where it is, and the keys that would have been valid.
+// The schema is walked by internal/keys, the walker the profiles use too:
+// Config's structs by their yaml tags, the transports' parameters by the
+// cores' own `key` tags, so a core parameter has the same name here
+// (transport.metaroce.path_window) as in a profile (metaroce.path_window).
 
 var (
 	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 	nodeType        = reflect.TypeOf(yaml.Node{})
 	transportType   = reflect.TypeOf(TransportConfig{})
 )
-
-// yamlFields lists a struct's keys and their types (fields tagged ",inline"
-// are not keys).
-func yamlFields(t reflect.Type) (names []string, types map[string]reflect.Type) {
-	types = map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
-		if opts == "inline" || name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		names = append(names, name)
-		types[name] = f.Type
-	}
-	return names, types
-}
 
 // child returns the type under key k of a value of type t, or an error
 // naming the valid keys. where is the dotted path of t, for messages.
@@ -49,10 +35,10 @@ func child(t reflect.Type, k, where string) (reflect.Type, error) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		names, types := yamlFields(t)
-		if ft, ok := types[k]; ok {
-			return ft, nil
+		if f, ok := keys.Lookup(t, k); ok {
+			return f.Type, nil
 		}
+		names := keys.Names(t)
 		if t == transportType {
 			if tr, ok := lookupTransport(k); ok {
 				return reflect.TypeOf(tr.NewParams()), nil
@@ -295,3 +281,43 @@ func scalarValue(n *yaml.Node) any {
 
 // decode decodes a tree whose keys checkNode has accepted.
 func decode(n *yaml.Node, out any) error { return n.Decode(out) }
+
+// decodeParams decodes a transport's section, whose keys checkNode has
+// accepted, into its parameter struct p (a pointer) by the `key` tags, as
+// the profiles are: each value is converted by keys.Set, so units and
+// ranges of types read the same in both front ends. where is the
+// section's dotted key, for messages.
+func decodeParams(n *yaml.Node, p any, where string) error {
+	return decodeKeys(n, reflect.ValueOf(p).Elem(), where)
+}
+
+func decodeKeys(n *yaml.Node, v reflect.Value, where string) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: %s must be a mapping of keys", n.Line, where)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		f, ok := keys.Lookup(v.Type(), k.Value)
+		if !ok {
+			return fmt.Errorf("line %d: unknown key %q in %s (known keys: %s)", k.Line, k.Value, where, strings.Join(keys.Names(v.Type()), ", "))
+		}
+		fv, key := v.FieldByIndex(f.Index), join(where, k.Value)
+		if keys.IsSection(f.Type) {
+			if err := decodeKeys(val, fv, key); err != nil {
+				return err
+			}
+			continue
+		}
+		var raw any
+		if err := val.Decode(&raw); err != nil {
+			return fmt.Errorf("line %d: %s: %w", val.Line, key, err)
+		}
+		if err := keys.Set(fv, raw); err != nil {
+			return fmt.Errorf("line %d: %s: %w", val.Line, key, err)
+		}
+	}
+	return nil
+}

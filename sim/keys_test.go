@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -96,4 +97,59 @@ func TestValidationNamesTheKey(t *testing.T) {
 		}
 		require.ErrorContains(t, err, want, text)
 	}
+}
+
+// The transports' keys are the cores' own (their Config tags), the names a
+// profile uses: each decodes into the core's field, is checked by the core
+// when the file is loaded, and a misspelled or old name fails with the
+// file, the line and the valid keys.
+func TestTransportKeysAreTheCores(t *testing.T) {
+	text := minimal + `transport:
+  metaroce: {path_window: 32, keepalive_interval: 5ms, rnr_retries: 3, no_rate_hints: true}
+  rocev2: {mtu: 2048, dcqcn: {cnp_interval: 20us, g: 0.01}}
+`
+	e, err := Parse("x.yaml", []byte(text), nil)
+	require.NoError(t, err)
+	runs, err := e.Runs()
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	var mp *MetaRoCEParams
+	var rp *RoCEv2Params
+	for _, r := range runs {
+		switch p := r.params.(type) {
+		case *MetaRoCEParams:
+			mp = p
+		case *RoCEv2Params:
+			rp = p
+		}
+	}
+	require.NotNil(t, mp)
+	require.NotNil(t, rp)
+	require.Equal(t, 32, mp.PathWindow)
+	require.Equal(t, 5*time.Millisecond, mp.KeepaliveInterval)
+	require.Equal(t, 3, mp.RNRRetries)
+	require.True(t, mp.NoRateHints)
+	require.Zero(t, mp.core(2, 4096, 100).LinkRateBps)
+	require.Equal(t, 2048, rp.MTU)
+	require.Equal(t, 20*time.Microsecond, rp.DCQCN.CNPInterval)
+	require.Equal(t, 0.01, rp.DCQCN.G)
+
+	for body, want := range map[string]string{
+		"transport: {metaroce: {path_windwo: 8}}\n":   `line 5: unknown key "path_windwo" in transport.metaroce`,
+		"transport: {metaroce: {window: 8}}\n":        `unknown key "window" in transport.metaroce`,
+		"transport: {rocev2: {dcqcn: false}}\n":       "transport.rocev2.dcqcn must be a mapping of keys",
+		"transport: {rocev2: {cnp_interval: 1us}}\n":  `unknown key "cnp_interval" in transport.rocev2`,
+		"transport: {rocev2: {dcqcn: {gg: 1}}}\n":     `unknown key "gg" in transport.rocev2.dcqcn`,
+		"transport: {metaroce: {path_window: 300}}\n": "transport.metaroce.path_window = 300, want 1..256",
+		"transport: {rocev2: {dcqcn: {g: 2}}}\n":      "transport.rocev2.dcqcn.g = 2",
+		"transport: {metaroce: {min_rto: 5}}\n":       "transport.metaroce.min_rto: 5 is not a duration",
+		"transport: {metaroce: {planes: 2}}\n":        "transport.metaroce.planes = 2, want at most topology.planes = 1",
+	} {
+		_, err := Parse("x.yaml", []byte(minimal+body), nil)
+		require.ErrorContains(t, err, "x.yaml", body)
+		require.ErrorContains(t, err, want, body)
+	}
+	_, err = Parse("x.yaml", []byte(minimal), []string{"transport.metaroce.path_windwo=8"})
+	require.ErrorContains(t, err, `unknown key "path_windwo" in transport.metaroce`)
+	require.ErrorContains(t, err, "path_window") // among the known keys
 }

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
-
-	mr "github.com/metaroce/metaroce/metaroce"
 )
 
 // recordingTransport wraps a real transport and records, per connection,
@@ -37,14 +36,14 @@ type recordingWorld struct {
 	rec *recording
 }
 
-func (w recordingWorld) Post(now mr.Time, c ConnRef, op Op, n int, id uint32) error {
+func (w recordingWorld) Post(now verbs.Time, c ConnRef, op Op, n int, id uint32) error {
 	w.rec.ops[c] = append(w.rec.ops[c], op)
 	w.rec.posted[c] = append(w.rec.posted[c], id)
 	w.rec.bytes[c] = append(w.rec.bytes[c], n)
 	return w.World.Post(now, c, op, n, id)
 }
 
-func (w recordingWorld) Poll(now mr.Time, h int, sink func(Completion)) {
+func (w recordingWorld) Poll(now verbs.Time, h int, sink func(Completion)) {
 	w.World.Poll(now, h, func(c Completion) {
 		if c.Recv {
 			w.rec.got[c.Conn] = append(w.rec.got[c.Conn], c.ID)

@@ -37,10 +37,12 @@ func (r Row) Float(key string) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return toFloat(v)
+	return Number(v)
 }
 
-func toFloat(v any) (float64, bool) {
+// Number returns a row value as a float64 when it is a number (float64,
+// int, int64 or uint64).
+func Number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
 		return x, true
@@ -99,14 +101,14 @@ func writeJSONValue(b *bytes.Buffer, v any) error {
 	case nil:
 		b.WriteString("null")
 	case float64:
-		b.WriteString(formatFloat(x))
+		b.WriteString(FormatFloat(x))
 	case []float64:
 		b.WriteByte('[')
 		for i, f := range x {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(formatFloat(f))
+			b.WriteString(FormatFloat(f))
 		}
 		b.WriteByte(']')
 	case Row:
@@ -125,8 +127,9 @@ func writeJSONValue(b *bytes.Buffer, v any) error {
 	return nil
 }
 
-// formatFloat writes f with 6 significant digits, as JSON.
-func formatFloat(f float64) string {
+// FormatFloat writes f with 6 significant digits, as JSON (and the CSV
+// files) show figures.
+func FormatFloat(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "null"
 	}

@@ -1,6 +1,8 @@
 package sim
 
-import mr "github.com/metaroce/metaroce/metaroce"
+import (
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // runResult is what one run measured: its figures in order, and its time
 // series (t_us first, then one or more named series on the same axis).
@@ -9,35 +11,36 @@ type runResult struct {
 	series Row // name → []float64
 }
 
-func (r *runResult) add(k string, v any) { r.row = append(r.row, Field{k, v}) }
+// Add appends a figure (workload.Figures).
+func (r *runResult) Add(k string, v any) { r.row = append(r.row, Field{k, v}) }
 
-func (r *runResult) addSeries(k string, v []float64) { r.series = append(r.series, Field{k, v}) }
+// AddSeries appends a time series (workload.Figures).
+func (r *runResult) AddSeries(k string, v []float64) { r.series = append(r.series, Field{k, v}) }
 
 // result gathers the run's figures: the workload's own, then the
 // fabric's, then the transport's counters.
 func (s *Sim) result() *runResult {
 	r := &runResult{}
-	s.wl.report(s, r)
-	f := s.fabricStats()
-	r.add("base_rtt_us", float64(s.baseRTT)/1e3)
-	r.add("peak_queue_kib", float64(f.peakQueue)/1024)
-	r.add("buffer_drops", f.bufferDrops)
-	r.add("loss_drops", f.lossDrops)
-	r.add("failure_drops", f.downDrops+s.noRoute)
-	r.add("ce_marks", f.ceMarks)
-	if s.pfc.on {
-		ps := s.pfcStats()
-		r.add("pfc_pauses", ps.pauses)
-		r.add("pfc_paused_links", ps.pausedLinks)
-		r.add("pfc_paused_us", float64(ps.pausedNs)/1e3)
-		r.add("pfc_max_paused_us", float64(ps.maxPausedNs)/1e3)
-		r.add("pfc_overflow_drops", ps.overflowDrops)
+	s.wl.Report(s, r)
+	f := s.fab.Stats()
+	r.Add("base_rtt_us", float64(s.baseRTT)/1e3)
+	r.Add("peak_queue_kib", float64(f.PeakQueue)/1024)
+	r.Add("buffer_drops", f.BufferDrops)
+	r.Add("loss_drops", f.LossDrops)
+	r.Add("failure_drops", f.DownDrops+f.NoRoute)
+	r.Add("ce_marks", f.CEMarks)
+	if ps, ok := s.fab.PFCStats(); ok {
+		r.Add("pfc_pauses", ps.Pauses)
+		r.Add("pfc_paused_links", ps.PausedLinks)
+		r.Add("pfc_paused_us", float64(ps.PausedNs)/1e3)
+		r.Add("pfc_max_paused_us", float64(ps.MaxPausedNs)/1e3)
+		r.Add("pfc_overflow_drops", ps.OverflowDrops)
 	}
-	r.add("failed_wrs", s.failedWRs)
-	r.add("packets", s.hostTx)
-	r.add("sim_time_us", float64(s.now)/1e3)
+	r.Add("failed_wrs", s.failedWRs)
+	r.Add("packets", f.HostTx)
+	r.Add("sim_time_us", float64(s.Now())/1e3)
 	if s.cfg.Workload.Kind == "allreduce" || s.cfg.Workload.Kind == "all-to-all" || s.cfg.Workload.FlowSize > 0 {
-		r.add("finished", s.finishAt != mr.Never)
+		r.Add("finished", s.finishAt != verbs.Never)
 	}
 	r.row = append(r.row, s.world.Counters()...)
 	return r

@@ -2,49 +2,47 @@ package sim
 
 import (
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"sync/atomic"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/sim/event"
+	"github.com/metaroce/metaroce/sim/fabric"
+	"github.com/metaroce/metaroce/sim/workload"
+)
+
+// The run's own events, after the fabric's kinds (the fabric handles
+// those).
+const (
+	evSample event.Kind = fabric.NumKinds + iota // the periodic measurement tick
+	evStop                                       // the run's virtual time is up
+	evBegin                                      // the workload starts sending
 )
 
 // Sim is one run: one transport on one fabric under one workload. It is
 // single-threaded and deterministic: everything it does follows from its
-// configuration, in event order.
+// configuration, in event order. It owns the run's event queue (its
+// clock), hands the fabric its events and runs the workload's; the
+// workload posts through it.
 type Sim struct {
-	cfg    *Config
-	tname  string
-	now    mr.Time
-	end    mr.Time
-	q      eventQueue
-	pool   packetPool
-	topo   *topology
-	links  []link
-	hosts  []host
-	planes int
-	dport  uint16
+	cfg *Config
+	end verbs.Time
+	q   event.Queue
+	fab *fabric.Fabric
 
 	world   World
-	wl      workload
-	ops     []Op     // workload.ops, in rotation
-	opNext  []uint32 // messages posted so far per connection, when len(ops) > 1
-	txQueue int
-	dirty   []int32
+	wl      workload.Workload
+	ops     []Op             // workload.ops, in rotation
+	opNext  []uint32         // messages posted so far per connection, when len(ops) > 1
 	sink    func(Completion) // s.onCompletion, bound once (a method value allocates)
-	tap     *capture
-	baseRTT mr.Time
-	pfc     pfcState // lossless mode (topology.pfc)
+	baseRTT verbs.Time
 
 	stopped  bool
-	finishAt mr.Time // when a finite workload finished (Never: not yet)
+	finishAt verbs.Time // when a finite workload finished (Never: not yet)
 	events   uint64
 
 	// counters
-	hostTx, hostRx uint64
-	noRoute        uint64
-	badPackets     uint64
-	failedWRs      uint64
-	postErrors     uint64
-	timerSpins     uint64 // OnTimer left its deadline in the past (a transport bug)
+	failedWRs  uint64
+	postErrors uint64
 
 	progress *atomic.Int64 // virtual ns reached, for progress bars; may be nil
 }
@@ -54,26 +52,26 @@ type runSpec struct {
 	cfg       *Config
 	transport Transport
 	params    any
-	tap       *capture
+	tap       *fabric.Tap
 	progress  *atomic.Int64
 }
 
 func newSim(rs runSpec) (*Sim, error) {
 	cfg := rs.cfg
-	topo, err := buildTopology(cfg, cfg.Seed)
+	s := &Sim{cfg: cfg, end: cfg.Duration.T(), finishAt: verbs.Never, progress: rs.progress}
+	fab, err := fabric.New(fabric.Spec{Topology: &cfg.Topology, Loss: &cfg.Loss, Failures: cfg.Failures,
+		Seed: cfg.Seed, DPort: rs.transport.UDPPort()}, &s.q)
 	if err != nil {
 		return nil, err
 	}
-	s := &Sim{cfg: cfg, tname: rs.transport.Name(), end: cfg.Duration.T(), topo: topo, links: topo.links,
-		planes: topo.planes, dport: rs.transport.UDPPort(), txQueue: cfg.Topology.TxQueue,
-		finishAt: mr.Never, tap: rs.tap, progress: rs.progress}
-	wl, err := newWorkload(cfg, topo.hosts)
+	s.fab = fab
+	wl, err := workload.New(&cfg.Workload, workloadSpec(cfg, fab))
 	if err != nil {
 		return nil, err
 	}
 	s.wl = wl
-	env := WorldEnv{Hosts: topo.hosts, Planes: topo.planes, MTU: cfg.Transport.MTU, NICGbps: cfg.Topology.NICGbps,
-		MaxMessage: wl.maxMessage(), Outstanding: cfg.Workload.Outstanding, Seed: cfg.Seed, Ops: cfg.Workload.ops()}
+	env := WorldEnv{Hosts: fab.Hosts(), Planes: cfg.Topology.Planes, MTU: cfg.Transport.MTU, NICGbps: cfg.Topology.NICGbps,
+		MaxMessage: wl.MaxMessage(), Outstanding: cfg.Workload.Outstanding, Seed: cfg.Seed, Ops: workloadOps(&cfg.Workload)}
 	s.ops = env.Ops
 	world, err := rs.transport.NewWorld(env, rs.params)
 	if err != nil {
@@ -81,21 +79,9 @@ func newSim(rs runSpec) (*Sim, error) {
 	}
 	s.world = world
 	s.sink = s.onCompletion
-	var maxLen int
-	s.hosts = make([]host, topo.hosts)
-	for i := range s.hosts {
-		h := &s.hosts[i]
-		h.id, h.tr, h.timerAt, h.firedAt = int32(i), world.Host(i), mr.Never, -1
-		maxLen = max(maxLen, h.tr.MaxPacketLen())
-		h.ports = make([]hostPort, topo.planes)
-		for p := range h.ports {
-			h.ports[p] = hostPort{link: topo.hostPorts[i][p], q: make([]int32, 2*s.txQueue)}
-		}
-	}
-	s.pool = newPacketPool(maxLen)
-	s.setupPFC(int64(maxLen) + wireOverhead)
+	fab.Attach(world.Host, s.pollHost, rs.tap)
 	data, ack := rs.transport.PacketLens(cfg.Transport.MTU)
-	s.baseRTT = mr.Time(topo.baseRTT(data, ack))
+	s.baseRTT = fab.BaseRTT(data, ack)
 	return s, nil
 }
 
@@ -104,7 +90,7 @@ func (s *Sim) run() (*runResult, error) {
 	if err := s.start(); err != nil {
 		return nil, err
 	}
-	s.runUntil(mr.Never)
+	s.runUntil(verbs.Never)
 	if s.progress != nil {
 		s.progress.Store(int64(s.end))
 	}
@@ -114,131 +100,56 @@ func (s *Sim) run() (*runResult, error) {
 // start opens the workload's connections and schedules the run's fixed
 // events.
 func (s *Sim) start() error {
-	if err := s.wl.setup(s); err != nil {
+	if err := s.wl.Setup(s); err != nil {
 		return err
 	}
-	for i := range s.hosts {
-		s.kick(&s.hosts[i])
-	}
-	s.q.push(s.cfg.Workload.Start.T(), evBegin, 0, 0)
-	s.q.push(s.cfg.Bin.T(), evSample, 0, 0)
-	s.q.push(s.end, evStop, 0, 0)
-	for i, f := range s.cfg.Failures {
-		s.q.push(f.At.T(), evFault, int32(i), 0)
-		if !f.Recover.Never() && f.Recover.T() < s.end {
-			s.q.push(f.Recover.T(), evFault, int32(i), 1)
-		}
-	}
+	s.fab.KickAll()
+	s.q.Push(s.cfg.Workload.Start.T(), evBegin, 0, 0)
+	s.q.Push(s.cfg.Bin.T(), evSample, 0, 0)
+	s.q.Push(s.end, evStop, 0, 0)
+	s.fab.ScheduleFaults(s.end)
 	return nil
 }
 
 // runUntil processes events up to and including time limit, or until the
 // run stops.
-func (s *Sim) runUntil(limit mr.Time) {
-	for !s.stopped && s.q.len() > 0 && s.q.peek().at <= limit {
-		e := s.q.pop()
-		s.now = e.at
+func (s *Sim) runUntil(limit verbs.Time) {
+	for !s.stopped && s.q.Len() > 0 && s.q.Peek().At <= limit {
+		e := s.q.Pop()
 		s.events++
-		switch e.kind {
-		case evArrive:
-			s.arrive(e.a, e.b)
-		case evTxDone:
-			s.txDone(e.a)
-		case evPortDone:
-			s.pfcPortDone(e.a)
-		case evPause:
-			s.pfcPause(e.a, e.b == 1)
-		case evTimer:
-			s.onTimer(e.a, e.b)
+		switch e.Kind {
 		case evSample:
-			s.wl.sample(s)
-			if next := s.now + s.cfg.Bin.T(); next <= s.end {
-				s.q.push(next, evSample, 0, 0)
+			s.wl.Sample(s)
+			if next := s.Now() + s.cfg.Bin.T(); next <= s.end {
+				s.q.Push(next, evSample, 0, 0)
 			}
 		case evBegin:
-			s.wl.begin(s)
-			s.flushDirty(nil)
-		case evFault:
-			s.fault(int(e.a), e.b == 1)
-		case evReconverge:
-			s.topo.reconverge()
+			s.wl.Begin(s)
+			s.fab.FlushDirty()
 		case evStop:
 			s.stopped = true
+		default:
+			s.fab.Handle(&e)
 		}
-		if s.finishAt == mr.Never && s.wl.finished() {
-			s.finishAt = s.now
+		if s.finishAt == verbs.Never && s.wl.Finished() {
+			s.finishAt = s.Now()
 			s.stopped = true
 		}
 		if s.progress != nil && s.events&4095 == 0 {
-			s.progress.Store(int64(s.now))
+			s.progress.Store(int64(s.Now()))
 		}
 	}
 }
 
-// arrive: packet pi reached the far end of link li.
-func (s *Sim) arrive(li, pi int32) {
-	l := &s.links[li]
-	if !l.survives() {
-		s.pool.put(pi)
-		return
-	}
-	if int(l.to) < len(s.hosts) {
-		s.deliver(pi)
-		return
-	}
-	p := s.pool.at(pi)
-	sw := &s.topo.sws[int(l.to)-len(s.hosts)]
-	out := s.topo.route(sw, p, s.dport)
-	if out < 0 {
-		s.noRoute++
-		s.pool.put(pi)
-		return
-	}
-	if s.pfc.on {
-		s.pfcForward(li, out, pi)
-		return
-	}
-	ol := &s.links[out]
-	arrive, ce, ok := ol.enqueue(int64(s.now)*1000, p.wireBytes(), p.ect)
-	if !ok {
-		s.pool.put(pi)
-		return
-	}
-	p.ce = p.ce || ce
-	s.q.push(mr.Time(psToNs(arrive)), evArrive, out, pi)
+// pollHost is host h's application's turn: the transport's completions go
+// to the workload (which may post more work).
+func (s *Sim) pollHost(h int) {
+	s.world.Poll(s.Now(), h, s.sink)
 }
 
-// fault applies failure i (or its recovery) and schedules the routing's
-// reaction.
-func (s *Sim) fault(i int, recover bool) {
-	f := &s.cfg.Failures[i]
-	if f.Plane != nil {
-		s.topo.setPlane(*f.Plane, !recover)
-	} else {
-		s.topo.setCable(f.Link, !recover)
+func (s *Sim) onCompletion(c Completion) {
+	if !c.OK {
+		s.failedWRs++
 	}
-	if rc := s.cfg.Topology.Reconvergence; !rc.Never() && s.topo.kind != "back-to-back" {
-		s.q.push(s.now+rc.T(), evReconverge, 0, 0)
-	}
-}
-
-// fabricStats sums the links' counters.
-type fabricStats struct {
-	bufferDrops, lossDrops, downDrops, ceMarks uint64
-	peakQueue                                  int64
-}
-
-func (s *Sim) fabricStats() fabricStats {
-	var f fabricStats
-	for i := range s.links {
-		l := &s.links[i]
-		f.bufferDrops += l.bufferDrops
-		f.lossDrops += l.lossDrops
-		f.downDrops += l.downDrops
-		f.ceMarks += l.ceMarks
-		if int(l.from) >= len(s.hosts) && l.peakQueue > f.peakQueue {
-			f.peakQueue = l.peakQueue
-		}
-	}
-	return f
+	s.wl.OnCompletion(s, c)
 }

@@ -2,18 +2,17 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Transport is what the simulator needs from a transport implementation
 // (metaroce, the RoCEv2 baseline, ...). The verbs objects differ per
 // transport (they are concrete types), so each transport has one adapter
-// file in this package that implements Transport and World and registers
-// itself from init; nothing else in the simulator names a transport.
+// file in this package that implements Transport and World, and one line
+// in the transports table (registry.go); nothing else in the simulator
+// names a transport.
 type Transport interface {
 	// Name is how experiment files and result rows name the transport.
 	Name() string
@@ -111,11 +110,11 @@ func hasOp(ops []Op, want ...Op) bool {
 // local write only when READs are posted) and the region the peer works
 // on (WRITEs land there, READs read it: remote read only when READs are
 // posted; it also backs the posted receives of SENDs).
-func memAccess(ops []Op) (src, dst mr.Access) {
-	dst = mr.AccessLocalWrite | mr.AccessRemoteWrite
+func memAccess(ops []Op) (src, dst verbs.Access) {
+	dst = verbs.AccessLocalWrite | verbs.AccessRemoteWrite
 	if hasOp(ops, OpRead) {
-		src |= mr.AccessLocalWrite
-		dst |= mr.AccessRemoteRead
+		src |= verbs.AccessLocalWrite
+		dst |= verbs.AccessRemoteRead
 	}
 	return src, dst
 }
@@ -169,43 +168,27 @@ func (q *idQueue) pop() uint32 {
 	return v
 }
 
-// ConnRef names a connection in a World: the index of the Dial that
-// opened it.
-type ConnRef int32
-
-// Completion is a finished message, at either end of its connection.
-type Completion struct {
-	Conn ConnRef
-	// Recv: the message arrived (all of it placed where it goes: at the
-	// peer, or for a READ at the dialer); otherwise: the sender learned it
-	// was delivered (its own completion).
-	Recv  bool
-	ID    uint32 // what Post was given
-	Bytes int
-	OK    bool // false: the work request failed (any error status)
-}
-
 // World is every host's endpoint of one transport in one run. All calls
 // come from the run's goroutine.
 type World interface {
 	// Host is host i's endpoint; the simulator drives it through the
 	// packet interface only.
-	Host(i int) mr.Transport
+	Host(i int) verbs.Transport
 	// Dial opens a connection from host src to host dst with one queue
 	// pair at each end; the destination accepts it by itself. Messages may
 	// be posted at once.
-	Dial(now mr.Time, src, dst int) (ConnRef, error)
+	Dial(now verbs.Time, src, dst int) (ConnRef, error)
 	// Post sends a message of n bytes on c with operation op (one of
 	// WorldEnv.Ops); id comes back in both completions. A message that
 	// gives no receive completion at the peer (OpWrite, OpRead) is
 	// reported as arrived (a Recv completion, from the dialer's host) when
 	// its sender's completion is polled, after the data was placed: a
 	// WRITE's acknowledgement, a READ's last response.
-	Post(now mr.Time, c ConnRef, op Op, n int, id uint32) error
+	Post(now verbs.Time, c ConnRef, op Op, n int, id uint32) error
 	// Poll hands every completion waiting at host h to sink, after doing
 	// whatever the host's application owes its transport (accepting
 	// connections, posting receives).
-	Poll(now mr.Time, h int, sink func(Completion))
+	Poll(now verbs.Time, h int, sink func(Completion))
 	// Delivered is the payload placed so far by c's messages, at either
 	// end (a READ places its data at the dialer).
 	Delivered(c ConnRef) uint64
@@ -214,67 +197,26 @@ type World interface {
 	Counters() []Field
 }
 
-var (
-	regMu      sync.Mutex
-	registered = map[string]Transport{}
-)
-
-// Register makes a transport available to experiments. Adapters call it
-// from init.
-func Register(t Transport) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registered[t.Name()]; dup {
-		panic(fmt.Sprintf("sim: transport %q registered twice", t.Name()))
-	}
-	registered[t.Name()] = t
-}
-
-// Transports returns the registered transports' names, metaroce first and
-// the rest in name order, the default order of side-by-side results.
-func Transports() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	names := make([]string, 0, len(registered))
-	for n := range registered {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if (names[i] == "metaroce") != (names[j] == "metaroce") {
-			return names[i] == "metaroce"
-		}
-		return names[i] < names[j]
-	})
-	return names
-}
-
-func lookupTransport(name string) (Transport, bool) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	t, ok := registered[name]
-	return t, ok
-}
-
 // sendWR builds the work request for one workload message: both transports
-// take metaroce's SendWR (rocev2 aliases it). remote and rkey name the
+// take verbs.SendWR. remote and rkey name the
 // peer's region, used by the operations that address it.
-func sendWR(op Op, id uint32, local mr.SGE, remote uint64, rkey mr.RKey) (mr.SendWR, error) {
-	wr := mr.SendWR{ID: wrID(op, id), Local: local}
+func sendWR(op Op, id uint32, local verbs.SGE, remote uint64, rkey verbs.RKey) (verbs.SendWR, error) {
+	wr := verbs.SendWR{ID: wrID(op, id), Local: local}
 	switch op {
 	case OpWriteImm, OpWrite, OpRead:
 		wr.RemoteAddr, wr.RKey = remote, rkey
 	}
 	switch op {
 	case OpWriteImm:
-		wr.Opcode, wr.Imm = mr.WRWriteImm, id
+		wr.Opcode, wr.Imm = verbs.WRWriteImm, id
 	case OpWrite:
-		wr.Opcode = mr.WRWrite
+		wr.Opcode = verbs.WRWrite
 	case OpSend:
-		wr.Opcode = mr.WRSend
+		wr.Opcode = verbs.WRSend
 	case OpSendImm:
-		wr.Opcode, wr.Imm = mr.WRSendImm, id
+		wr.Opcode, wr.Imm = verbs.WRSendImm, id
 	case OpRead:
-		wr.Opcode = mr.WRRead
+		wr.Opcode = verbs.WRRead
 	default:
 		return wr, fmt.Errorf("operation %v", op)
 	}

@@ -289,7 +289,7 @@ func benchRun(cfg profile.Config, tr profile.Transport, pt benchPoint, dh *dpdkH
 			cell.resent += c.DataResent
 			cell.data += c.DataPackets
 		}
-		cell.injected += nd.be.Stats().RxInjectedDrops.Load()
+		cell.injected += nd.be.Stats().RxInjectedDrops
 		nd.close()
 	}
 	if cell.err == nil && so.err != nil {
@@ -363,7 +363,7 @@ func printPerfTables(w io.Writer, cfg profile.Config, b profile.Bench, pts []ben
 			}
 			r := c.res
 			paths := pt.Paths
-			if t == string(profile.TransportRoCEv2) {
+			if transportKinds[profile.Transport(t)].onePath {
 				paths = 1 // a RoCEv2 QP has one UDP source port
 			}
 			fmt.Fprintf(w, reportFmt+"   %-5s  %d\n", r.Size, r.Iters, bwUnit(r.BWPeak, true), bwUnit(r.BWAvg, true), r.MsgRate/1e6,

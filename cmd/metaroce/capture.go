@@ -6,8 +6,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/engine/pcap"
-	"github.com/metaroce/metaroce/engine/udp"
 )
 
 // pcapCapture opens file for --pcap and returns the hook that makes a
@@ -33,7 +33,7 @@ func pcapCapture(file string, limit int) (func(*node), func() error, error) {
 	var mu sync.Mutex
 	var n, skipped int
 	var werr error
-	rec := func(ts int64, p udp.Packet) {
+	rec := func(ts int64, p engine.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
 		if n >= limit {
@@ -47,7 +47,16 @@ func pcapCapture(file string, limit int) (func(*node), func() error, error) {
 			werr = err
 		}
 	}
-	hook := func(nd *node) { nd.be.SetCapture(rec) }
+	hook := func(nd *node) {
+		if err := nd.be.SetCapture(rec); err != nil {
+			// The backend cannot capture: the file's close reports it.
+			mu.Lock()
+			if werr == nil {
+				werr = err
+			}
+			mu.Unlock()
+		}
+	}
 	done := func() error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/metaroce/metaroce/configs"
 	"github.com/metaroce/metaroce/profile"
@@ -45,7 +49,7 @@ func TestEmbeddedDefaultIsTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if name != configs.DefaultName+" (embedded)" || embedded.Name != fromFile.Name || embedded.UDP != fromFile.UDP ||
-		embedded.RoCEv2 != fromFile.RoCEv2 || embedded.Backend != profile.BackendUDP {
+		!reflect.DeepEqual(embedded.RoCEv2, fromFile.RoCEv2) || embedded.Backend != profile.BackendUDP {
 		t.Fatalf("embedded %+v\nfile %+v", embedded, fromFile)
 	}
 }
@@ -70,6 +74,42 @@ func TestPerfParamsValidate(t *testing.T) {
 		mut(&p)
 		if p.validate() == nil {
 			t.Errorf("%+v: no error", p)
+		}
+	}
+}
+
+// The transports' keys are the cores' own (their Config tags), the same
+// names as in the experiment files: set, validated by the core and, when
+// misspelled or given an old name, reported with the key and the file.
+func TestProfileCoreKeys(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "p.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	f := write("metaroce:\n  keepalive_interval: 5ms\n  path_window: 32\nrocev2:\n  dcqcn:\n    cnp_interval: 20us\n    g: 0.01\n")
+	cfg, _, err := loadConfig(configFlags{profile: f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, r := cfg.Metaroce.Core(), cfg.RoCEv2.Core(); m.KeepaliveInterval != 5*time.Millisecond || m.PathWindow != 32 ||
+		r.DCQCN.CNPInterval != 20*time.Microsecond || r.DCQCN.G != 0.01 {
+		t.Fatalf("metaroce %+v\nrocev2 %+v", m, r)
+	}
+	for body, want := range map[string]string{
+		"metaroce:\n  path_windwo: 8\n":         "unknown key metaroce.path_windwo",
+		"metaroce:\n  window: 8\n":              "unknown key metaroce.window",
+		"rocev2:\n  dcqcn: true\n":              "key rocev2.dcqcn: is a section",
+		"rocev2:\n  dcqcn:\n    g: 2\n":         "key rocev2.dcqcn.g: is 2",
+		"metaroce:\n  keepalive_interval: 1s\n": "key metaroce.keepalive_interval: is 1s must be below PeerDeadTimeout",
+	} {
+		f := write(body)
+		_, _, err := loadConfig(configFlags{profile: f}, nil)
+		if err == nil || !strings.Contains(err.Error(), f) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want the file and %q", body, err, want)
 		}
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/spf13/cobra"
 )
 
 type demoOpts struct {
@@ -115,7 +115,7 @@ func demoRun(o demoOpts, link memlink.Config) (demoResult, error) {
 		return demoResult{}, err
 	}
 	var r demoResult
-	p.Tap = func(_ int, pkt []byte, _ mr.TxMeta) {
+	p.Tap = func(_ int, pkt []byte, _ verbs.TxMeta) {
 		var h mr.Header
 		if h.Decode(pkt) == nil && h.Opcode.CarriesPayload() {
 			r.dataSent++
@@ -137,15 +137,15 @@ func demoRun(o demoOpts, link memlink.Config) (demoResult, error) {
 	}
 	start := p.Now
 	pa, pb := p.EP[0].AllocPD(), p.EP[1].AllocPD()
-	cqa, cqb := mr.NewCompletionQueue(256), mr.NewCompletionQueue(256)
+	cqa, cqb := verbs.NewCompletionQueue(256), verbs.NewCompletionQueue(256)
 	const streams = 4
 	qa := make([]*mr.QueuePair, streams)
 	qb := make([]*mr.QueuePair, streams)
 	for i := range qa {
-		if qa[i], err = ca.CreateQP(mr.StreamID(i), mr.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa}); err != nil {
+		if qa[i], err = ca.CreateQP(mr.StreamID(i), verbs.QPAttr{PD: pa, SendCQ: cqa, RecvCQ: cqa}); err != nil {
 			return r, err
 		}
-		if qb[i], err = cb.CreateQP(mr.StreamID(i), mr.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
+		if qb[i], err = cb.CreateQP(mr.StreamID(i), verbs.QPAttr{PD: pb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
 			return r, err
 		}
 	}
@@ -160,9 +160,9 @@ func demoRun(o demoOpts, link memlink.Config) (demoResult, error) {
 	dstA := make([]byte, total)
 	dstB := make([]byte, total)
 	mSrcA, _ := pa.RegisterMR(srcA, 0)
-	mDstA, _ := pa.RegisterMR(dstA, mr.AccessLocalWrite)
-	mSrcB, _ := pb.RegisterMR(srcB, mr.AccessRemoteRead)
-	mDstB, err := pb.RegisterMR(dstB, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	mDstA, _ := pa.RegisterMR(dstA, verbs.AccessLocalWrite)
+	mSrcB, _ := pb.RegisterMR(srcB, verbs.AccessRemoteRead)
+	mDstB, err := pb.RegisterMR(dstB, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	if err != nil {
 		return r, err
 	}
@@ -174,18 +174,18 @@ func demoRun(o demoOpts, link memlink.Config) (demoResult, error) {
 	for i := 0; i < n; i++ {
 		off := i * msg
 		q := qa[i%streams]
-		var wr mr.SendWR
+		var wr verbs.SendWR
 		switch {
 		case i < n/2:
-			wr = mr.SendWR{Opcode: mr.WRWrite, Local: mSrcA.SGE(off, msg), RemoteAddr: mDstB.Addr() + uint64(off), RKey: mDstB.RKey()}
+			wr = verbs.SendWR{Opcode: verbs.WRWrite, Local: mSrcA.SGE(off, msg), RemoteAddr: mDstB.Addr() + uint64(off), RKey: mDstB.RKey()}
 		case i < 3*n/4:
-			if err := qb[i%streams].PostRecv(p.Now, mr.RecvWR{ID: uint64(i), Local: mDstB.SGE(off, msg)}); err != nil {
+			if err := qb[i%streams].PostRecv(p.Now, verbs.RecvWR{ID: uint64(i), Local: mDstB.SGE(off, msg)}); err != nil {
 				return r, err
 			}
 			want++
-			wr = mr.SendWR{Opcode: mr.WRSend, Local: mSrcA.SGE(off, msg)}
+			wr = verbs.SendWR{Opcode: verbs.WRSend, Local: mSrcA.SGE(off, msg)}
 		default:
-			wr = mr.SendWR{Opcode: mr.WRRead, Local: mDstA.SGE(off, msg), RemoteAddr: mSrcB.Addr() + uint64(off), RKey: mSrcB.RKey()}
+			wr = verbs.SendWR{Opcode: verbs.WRRead, Local: mDstA.SGE(off, msg), RemoteAddr: mSrcB.Addr() + uint64(off), RKey: mSrcB.RKey()}
 		}
 		wr.ID = uint64(i)
 		if err := q.PostSend(p.Now, wr); err != nil {
@@ -193,20 +193,20 @@ func demoRun(o demoOpts, link memlink.Config) (demoResult, error) {
 		}
 		want++
 	}
-	wcs := make([]mr.WorkCompletion, 64)
+	wcs := make([]verbs.WorkCompletion, 64)
 	got := 0
 	err = p.RunUntil(func() bool {
-		for _, cq := range []*mr.CompletionQueue{cqa, cqb} {
+		for _, cq := range []*verbs.CompletionQueue{cqa, cqb} {
 			k := cq.Poll(wcs)
 			for _, wc := range wcs[:k] {
-				if wc.Status != mr.StatusSuccess {
+				if wc.Status != verbs.StatusSuccess {
 					r.failedWRs++
 				}
 			}
 			got += k
 		}
 		return got == want
-	}, p.Now+mr.Time(100*time.Second))
+	}, p.Now+verbs.Time(100*time.Second))
 	if err != nil {
 		return r, err
 	}

@@ -6,26 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/metaroce/metaroce/dpdk"
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/engine/dpdkengine"
-	"github.com/metaroce/metaroce/engine/udp"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
-	"github.com/metaroce/metaroce/rocev2"
 )
 
 // The DPDK backend in the command: the profile's dpdk section is the
 // engine's configuration (engine/dpdkengine.Config). A process starts the
 // EAL and its engines once (dpdkHost); each node then runs its transport
-// on a shard of an engine, driven in lock-step (dpdkPath): the node's poll
-// loop holds the shard's loan (dpdkengine.Shard.Borrow) while it posts
-// work and polls completions, and each Step lets the shard run one
-// iteration (transmit, one receive burst per port). The shard's burst
-// path is the engine's: one cgo call per burst, no allocation.
+// on a shard of an engine (dpdkengine.Backend, an engine.Backend): the
+// node's application step (post work, poll completions) runs on the
+// shard's loop once per iteration. The shard's burst path is the
+// engine's: one cgo call per burst, no allocation.
 
 // engineConfig converts the profile's dpdk section (ports[from:to]) into
 // the engine's configuration, with its defaults applied. The UDP port
@@ -50,8 +47,8 @@ func engineConfig(d profile.DPDK, from, to int, t profile.Transport) dpdkengine.
 // udpPortFor is the UDP port of a transport when the profile leaves
 // dpdk.udp_port at 0: metaroce's 4794, or the IANA RoCEv2 port.
 func udpPortFor(t profile.Transport) uint16 {
-	if t == profile.TransportRoCEv2 {
-		return rocev2.UDPPort
+	if k, ok := transportKinds[t]; ok {
+		return k.udpPort
 	}
 	return mr.DefaultUDPPort
 }
@@ -125,7 +122,7 @@ func startDPDK(cfg profile.Config, extra []string, bench bool, warn io.Writer) (
 // Each open sets the engine's UDP port for the transport (unless the
 // profile fixed it) and its impairment.
 func (h *dpdkHost) opener(cfg profile.Config) opener {
-	return func(t profile.Transport, server bool) (dataPath, error) {
+	return func(t profile.Transport, server bool) (engine.Backend, error) {
 		e := h.engs[0]
 		if len(h.engs) == 2 && !server {
 			e = h.engs[1]
@@ -141,7 +138,7 @@ func (h *dpdkHost) opener(cfg profile.Config) opener {
 		if err := e.SetImpairment(dpdkengine.Impairment{Loss: im.Loss, Reorder: im.Reorder, Seed: uint64(im.Seed)}); err != nil {
 			return nil, err
 		}
-		return &dpdkPath{eng: e, port: port}, nil
+		return e.Backend(), nil
 	}
 }
 
@@ -186,125 +183,4 @@ func hasMemif(e *dpdkengine.Engine) bool {
 		}
 	}
 	return false
-}
-
-// dpdkPath is a node's data path on a DPDK engine. It belongs to the
-// node's goroutine: between Steps that goroutine holds the shard's loan
-// and so may touch the transport.
-type dpdkPath struct {
-	eng   *dpdkengine.Engine
-	sh    *dpdkengine.Shard
-	port  uint16
-	held  bool
-	stats udp.Stats
-	last  dpdkengine.Counters
-}
-
-// Attach waits for the links, starts the shard with t and takes its loan.
-func (d *dpdkPath) Attach(t mr.Transport) error {
-	if err := d.eng.WaitLink(15 * time.Second); err != nil {
-		return err
-	}
-	sh, err := d.eng.Run(t)
-	if err != nil {
-		return err
-	}
-	d.sh = sh
-	if err := sh.Borrow(); err != nil {
-		return err
-	}
-	d.held = true
-	return nil
-}
-
-// stepIterations is how many busy shard iterations one Step allows: the
-// node posts and polls between bursts of up to this many (each moves up
-// to a burst of packets per port); an idle shard hands back at once.
-const stepIterations = 32
-
-// Step lets the shard run up to stepIterations busy iterations (timers, transmit, a receive
-// burst) and takes the loan back; wait is not needed: the shard polls.
-func (d *dpdkPath) Step(time.Duration) (bool, error) {
-	if d.sh == nil {
-		return false, errors.New("dpdk: no transport attached")
-	}
-	d.sh.ReleaseFor(stepIterations)
-	d.held = false
-	if err := d.sh.Borrow(); err != nil {
-		if e := d.sh.Err(); e != nil {
-			err = e
-		}
-		return false, err
-	}
-	d.held = true
-	c := d.sh.CountersLent()
-	moved := c.TxFrames != d.last.TxFrames || c.RxFrames != d.last.RxFrames
-	d.last = c
-	return moved, nil
-}
-
-// Now is the shard's clock (the engine's before Attach: unused then).
-func (d *dpdkPath) Now() mr.Time {
-	if d.sh == nil {
-		return 0
-	}
-	return d.sh.Now()
-}
-
-// AddPeer adds the peer's data-path address, as the setup exchange gave
-// it: an IPv4 address on the port's network, and the engine's UDP port.
-func (d *dpdkPath) AddPeer(addr netip.AddrPort) (mr.PeerHandle, error) {
-	if !addr.Addr().Is4() {
-		return 0, fmt.Errorf("dpdk: peer %v: IPv4 only", addr)
-	}
-	if addr.Port() != d.port {
-		return 0, fmt.Errorf("dpdk: peer %v listens on UDP port %d, this end on %d: set the same dpdk.udp_port on both", addr, addr.Port(), d.port)
-	}
-	return d.eng.AddPeer(addr.Addr().As4())
-}
-
-func (d *dpdkPath) PeerIP(h mr.PeerHandle) [4]byte {
-	ip, _ := d.eng.PeerIP(h)
-	return ip
-}
-
-func (d *dpdkPath) LocalIP() [4]byte { return d.eng.Ports()[0].IP }
-
-func (d *dpdkPath) LocalAddr() netip.AddrPort {
-	return netip.AddrPortFrom(netip.AddrFrom4(d.LocalIP()), d.port)
-}
-
-// SetCapture: --pcap is refused with backend dpdk before a node opens.
-func (d *dpdkPath) SetCapture(udp.Capture) {}
-
-// Stats maps the shard's counters onto the backend counters the command
-// reports (as of the last Step).
-func (d *dpdkPath) Stats() *udp.Stats {
-	c := d.last
-	if d.held {
-		c = d.sh.CountersLent()
-	}
-	s := &d.stats
-	s.TxPackets.Store(c.TxFrames)
-	s.TxBytes.Store(c.TxBytes)
-	s.RxPackets.Store(c.RxFrames)
-	s.RxInjectedDrops.Store(c.Drops[dpdkengine.DropImpaired])
-	s.RxUnknownPeer.Store(c.Drops[dpdkengine.DropUnknownPeer])
-	s.TxErrors.Store(c.TxNoMbuf)
-	return s
-}
-
-// Close stops the shard (the engine stays: dpdkHost closes it).
-func (d *dpdkPath) Close() error {
-	if d.sh == nil {
-		return nil
-	}
-	if d.held {
-		d.last = d.sh.CountersLent()
-		d.sh.Release()
-		d.held = false
-	}
-	d.sh.Stop()
-	d.sh = nil
-	return nil
 }

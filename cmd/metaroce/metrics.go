@@ -5,22 +5,21 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/metaroce/metaroce/engine/udp"
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/metrics"
 )
 
 // metricsServer serves /metrics (--metrics-addr). The transport cores'
 // counters are plain fields owned by the engine goroutine, so that
-// goroutine copies them into a metrics.Snapshot every 100 ms (node.step
-// calls the sampler) and scrapes read the latest copy; the backend's
-// counters are atomic and read live.
+// goroutine copies them into a metrics.Snapshot every 100 ms (node.run
+// calls the sampler on the backend's loop) and scrapes read the latest
+// copy; the backend's counters (engine.Backend.Stats) are read live.
 type metricsServer struct {
 	srv *http.Server
 	ln  net.Listener
@@ -52,49 +51,20 @@ func (m *metricsServer) Addr() string { return m.ln.Addr().String() }
 
 // watch makes n's counters visible, labelled transport=name.
 func (m *metricsServer) watch(n *node, name string) {
-	src := n.be.Stats()
-	m.col.SetBackend(name, func() metrics.Backend { return backendSnapshot(src) })
+	be := n.be
+	m.col.SetBackend(name, func() metrics.Backend { return backendSnapshot(be.Stats()) })
 	n.sampler = func() { m.col.SetConns(name, n.snapshot()) }
 	n.sampler()
 }
 
 func (m *metricsServer) close() { _ = m.srv.Close() }
 
-func backendSnapshot(s *udp.Stats) metrics.Backend {
-	return metrics.Backend{TxPackets: s.TxPackets.Load(), TxBytes: s.TxBytes.Load(), TxErrors: s.TxErrors.Load(),
-		RxPackets: s.RxPackets.Load(), RxBytes: s.RxBytes.Load(), RxCE: s.RxCE.Load(),
-		RxInjectedDrops: s.RxInjectedDrops.Load(), RxUnknownPeer: s.RxUnknownPeer.Load(),
-		RxTruncated: s.RxTruncated.Load(), RxKernelDrops: s.RxKernelDrops.Load()}
+func backendSnapshot(s engine.Stats) metrics.Backend {
+	return metrics.Backend{TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxErrors: s.TxErrors,
+		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxCE: s.RxCE,
+		RxInjectedDrops: s.RxInjectedDrops, RxUnknownPeer: s.RxUnknownPeer,
+		RxTruncated: s.RxTruncated, RxKernelDrops: s.RxKernelDrops}
 }
 
 // snapshot copies the transport counters (engine goroutine only).
-func (n *node) snapshot() []metrics.Conn {
-	var out []metrics.Conn
-	if n.mc != nil {
-		c := n.mc.Counters()
-		mc := metrics.Conn{ID: strconv.Itoa(int(n.mc.LocalID())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
-			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
-			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
-			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
-			RateHintBps: n.mc.RateHintBps(), Inflight: n.mc.Inflight()}
-		for i := 0; i < n.mc.NumPaths() && i < metrics.MaxPaths; i++ {
-			pc := n.mc.PathCounters(metricsPathID(i))
-			mc.Paths = append(mc.Paths, metrics.Path{TxPackets: pc.TxPackets, TxBytes: pc.TxBytes,
-				RxPackets: pc.RxPackets, RetransmitSACK: pc.RetransmitSACK, RetransmitTimeout: pc.RetransmitTimeout,
-				CEReceived: pc.CEReceived, Failures: pc.Failures, SRTT: n.mc.PathSRTT(metricsPathID(i)),
-				Failed: n.mc.PathFailed(metricsPathID(i)), Window: n.mc.PathWindow(metricsPathID(i)),
-				Restores: pc.Restores, Rerolls: pc.Rerolls})
-		}
-		out = append(out, mc)
-	}
-	for i, rc := range n.rcs {
-		if i >= metrics.MaxConns {
-			break
-		}
-		c := rc.Counters()
-		out = append(out, metrics.Conn{ID: strconv.Itoa(int(rc.QPN())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
-			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
-			Timeouts: c.Timeouts, Retries: c.Retries})
-	}
-	return out
-}
+func (n *node) snapshot() []metrics.Conn { return n.kind.snapshot(n.sess) }

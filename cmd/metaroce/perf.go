@@ -274,8 +274,8 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 	}
 	if runErr != nil && n != nil {
 		st := n.be.Stats()
-		log.Sugar().Infow("backend counters", "tx", st.TxPackets.Load(), "rx", st.RxPackets.Load(),
-			"injected_drops", st.RxInjectedDrops.Load(), "kernel_drops", st.RxKernelDrops.Load())
+		log.Sugar().Infow("backend counters", "tx", st.TxPackets, "rx", st.RxPackets,
+			"injected_drops", st.RxInjectedDrops, "kernel_drops", st.RxKernelDrops)
 	}
 	return runErr
 }

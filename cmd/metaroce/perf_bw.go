@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // bwRunner keeps TxDepth work requests outstanding on every QP of n until
@@ -13,7 +13,7 @@ import (
 // posts, onWC takes completions; nothing in it blocks.
 type bwRunner struct {
 	n      *node
-	op     mr.WROpcode
+	op     verbs.WROpcode
 	size   int
 	iters  int
 	dur    time.Duration
@@ -35,12 +35,12 @@ type bwRunner struct {
 }
 
 func newBWRunner(n *node, test string, size, iters int, dur time.Duration, depth int, remote regionInfo, slot int) *bwRunner {
-	op := mr.WRWrite
+	op := verbs.WRWrite
 	switch test {
 	case "send_bw":
-		op = mr.WRSend
+		op = verbs.WRSend
 	case "read_bw":
-		op = mr.WRRead
+		op = verbs.WRRead
 	}
 	return &bwRunner{n: n, op: op, size: size, iters: iters, dur: dur, depth: depth, remote: remote, slot: slot,
 		outstanding: make([]int, len(n.qps)), posted: make([]int, len(n.qps))}
@@ -67,9 +67,9 @@ func (r *bwRunner) pump() {
 	for q, p := range r.n.qps {
 		for r.outstanding[q] < r.depth && (r.dur > 0 || r.posted[q] < r.iters) {
 			off := q * r.slot
-			wr := mr.SendWR{ID: uint64(q)<<32 | uint64(r.posted[q]), Opcode: r.op, Local: r.n.mem.sge(off, r.size)}
-			if r.op != mr.WRSend {
-				wr.RemoteAddr, wr.RKey = r.remote.Addr+uint64(off), mr.RKey(r.remote.RKey)
+			wr := verbs.SendWR{ID: uint64(q)<<32 | uint64(r.posted[q]), Opcode: r.op, Local: r.n.mem.sge(off, r.size)}
+			if r.op != verbs.WRSend {
+				wr.RemoteAddr, wr.RKey = r.remote.Addr+uint64(off), verbs.RKey(r.remote.RKey)
 			}
 			if err := p.PostSend(t, wr); err != nil {
 				r.err = fmt.Errorf("post: %w", err)
@@ -83,17 +83,17 @@ func (r *bwRunner) pump() {
 
 // wrFailure is a work request that completed in error: a result of the
 // run (RoCEv2 out of retries under loss, say), not a fault of the tool.
-type wrFailure struct{ status mr.Status }
+type wrFailure struct{ status verbs.Status }
 
 func (e *wrFailure) Error() string { return fmt.Sprintf("work request failed: %v", e.status) }
 
 // onWC takes one of the runner's send-side completions.
-func (r *bwRunner) onWC(wc mr.WorkCompletion) {
+func (r *bwRunner) onWC(wc verbs.WorkCompletion) {
 	q := int(wc.WRID >> 32)
 	if q >= len(r.outstanding) {
 		return
 	}
-	if wc.Status != mr.StatusSuccess && r.err == nil {
+	if wc.Status != verbs.StatusSuccess && r.err == nil {
 		r.err = &wrFailure{status: wc.Status}
 	}
 	r.outstanding[q]--

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"net"
 	"slices"
 	"time"
@@ -40,7 +41,7 @@ func (p perfParams) validate() error {
 	switch {
 	case !slices.Contains(perfTests, p.Test):
 		return fmt.Errorf("unknown test %q", p.Test)
-	case p.Transport != profile.TransportMetaroce && p.Transport != profile.TransportRoCEv2:
+	case transportKinds[p.Transport].newDevice == nil:
 		return fmt.Errorf("unknown transport %q", p.Transport)
 	case len(p.Sizes) < 1 || len(p.Sizes) > 23:
 		return fmt.Errorf("%d sizes, want 1..23", len(p.Sizes))
@@ -155,45 +156,66 @@ func (t *tcpCtrl) recv() (ctrlMsg, bool) {
 	}
 }
 
+// gone reports the connection's end only once every message that came
+// before it has been received: the reader queues them before the error,
+// so a caller that saw recv find nothing just before the peer's last
+// message and its close arrived still gets that message next.
 func (t *tcpCtrl) gone() error {
 	select {
 	case err := <-t.err:
 		t.err <- err
+		if len(t.in) > 0 {
+			return nil
+		}
 		return fmt.Errorf("setup connection: %w", err)
 	default:
 		return nil
 	}
 }
 
-// waitMsg waits for a message of type want, stepping n (when not nil) so
-// the data path keeps running, until timeout or stop.
+// waitMsg waits for a message of type want, running n's backend (when n
+// is not nil) so the data path keeps running, until timeout or stop.
 func waitMsg(c ctrl, n *node, want string, timeout time.Duration, stop func() bool) (ctrlMsg, error) {
 	end := time.Now().Add(timeout)
-	for {
-		if m, ok := c.recv(); ok {
-			if m.Type == "error" {
-				return m, errors.New("peer: " + m.Err)
-			}
-			if m.Type != want {
-				return m, fmt.Errorf("setup: got %q, want %q", m.Type, want)
-			}
-			return m, nil
-		}
-		if err := c.gone(); err != nil {
-			return ctrlMsg{}, err
-		}
-		if stop != nil && stop() {
-			return ctrlMsg{}, errInterrupted
-		}
-		if time.Now().After(end) {
-			return ctrlMsg{}, fmt.Errorf("setup: no %q from the peer within %v", want, timeout)
-		}
-		if n != nil {
-			if err := n.step(time.Millisecond); err != nil {
-				return ctrlMsg{}, err
-			}
-		} else {
-			time.Sleep(time.Millisecond)
-		}
+	if n != nil {
+		var got ctrlMsg
+		err := n.run(func(verbs.Time) (bool, error) {
+			m, ok, err := pollMsg(c, want, end, timeout, stop)
+			got = m
+			return ok, err
+		})
+		return got, err
 	}
+	for {
+		m, ok, err := pollMsg(c, want, end, timeout, stop)
+		if ok || err != nil {
+			return m, err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pollMsg is one look for waitMsg's message: ok when it has come, an
+// error when another came, the peer went, stop or the wait (timeout,
+// ending at end) is over.
+func pollMsg(c ctrl, want string, end time.Time, timeout time.Duration, stop func() bool) (ctrlMsg, bool, error) {
+	if m, ok := c.recv(); ok {
+		if m.Type == "error" {
+			return m, false, errors.New("peer: " + m.Err)
+		}
+		if m.Type != want {
+			return m, false, fmt.Errorf("setup: got %q, want %q", m.Type, want)
+		}
+		return m, true, nil
+	}
+	if err := c.gone(); err != nil {
+		return ctrlMsg{}, false, err
+	}
+	if stop != nil && stop() {
+		return ctrlMsg{}, false, errInterrupted
+	}
+	if time.Now().After(end) {
+		return ctrlMsg{}, false, fmt.Errorf("setup: no %q from the peer within %v", want, timeout)
+	}
+	return ctrlMsg{}, false, nil
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // latRunner runs a latency test's client side, one message at a time on
@@ -54,18 +54,18 @@ func (r *latRunner) pump() {
 	t := r.n.be.Now()
 	q := r.n.qps[0]
 	r.seq++
-	var wr mr.SendWR
+	var wr verbs.SendWR
 	switch r.test {
 	case "send_lat":
-		wr = mr.SendWR{Opcode: mr.WRSend, Local: r.n.mem.sge(0, r.size)}
+		wr = verbs.SendWR{Opcode: verbs.WRSend, Local: r.n.mem.sge(0, r.size)}
 	case "write_lat":
-		wr = mr.SendWR{Opcode: mr.WRWriteImm, Local: r.n.mem.sge(0, r.size), RemoteAddr: r.remote.Addr,
-			RKey: mr.RKey(r.remote.RKey), Imm: uint32(r.size)}
+		wr = verbs.SendWR{Opcode: verbs.WRWriteImm, Local: r.n.mem.sge(0, r.size), RemoteAddr: r.remote.Addr,
+			RKey: verbs.RKey(r.remote.RKey), Imm: uint32(r.size)}
 	default:
-		wr = mr.SendWR{Opcode: mr.WRRead, Local: r.n.mem.sge(0, r.size), RemoteAddr: r.remote.Addr, RKey: mr.RKey(r.remote.RKey)}
+		wr = verbs.SendWR{Opcode: verbs.WRRead, Local: r.n.mem.sge(0, r.size), RemoteAddr: r.remote.Addr, RKey: verbs.RKey(r.remote.RKey)}
 	}
 	if r.test != "read_lat" {
-		if err := q.PostRecv(t, mr.RecvWR{ID: r.seq, Local: r.n.mem.sge(0, r.n.recvLen())}); err != nil {
+		if err := q.PostRecv(t, verbs.RecvWR{ID: r.seq, Local: r.n.mem.sge(0, r.n.recvLen())}); err != nil {
 			r.err = err
 			return
 		}
@@ -79,19 +79,19 @@ func (r *latRunner) pump() {
 	r.waiting = true
 }
 
-func (r *latRunner) onWC(wc mr.WorkCompletion) {
-	if wc.Status != mr.StatusSuccess && r.err == nil {
+func (r *latRunner) onWC(wc verbs.WorkCompletion) {
+	if wc.Status != verbs.StatusSuccess && r.err == nil {
 		r.err = &wrFailure{status: wc.Status}
 		return
 	}
 	var pong bool
 	switch r.test {
 	case "send_lat":
-		pong = wc.Opcode == mr.WCRecv
+		pong = wc.Opcode == verbs.WCRecv
 	case "write_lat":
-		pong = wc.Opcode == mr.WCRecvWriteImm
+		pong = wc.Opcode == verbs.WCRecvWriteImm
 	default:
-		pong = wc.Opcode == mr.WCRead
+		pong = wc.Opcode == verbs.WCRead
 	}
 	if !pong || !r.waiting {
 		return
@@ -146,7 +146,7 @@ func (r *latRunner) result() perfResult {
 // runner is a bw or latency runner.
 type runner interface {
 	pump()
-	onWC(wc mr.WorkCompletion)
+	onWC(wc verbs.WorkCompletion)
 	finished() bool
 	result() perfResult
 	stop()

@@ -67,13 +67,14 @@ func bwUnit(bps float64, gbits bool) float64 {
 
 // printHeader prints perftest's banner for the test.
 func printHeader(w io.Writer, p perfParams, cfg profile.Config, gbits bool, local, remote string) {
-	mtu := cfg.Metaroce.MTU
+	k := transportKinds[p.Transport]
+	mtu := k.mtu(cfg)
 	paths := p.Paths
 	if paths == 0 {
 		paths = cfg.Metaroce.Paths
 	}
-	if p.Transport == profile.TransportRoCEv2 {
-		mtu, paths = cfg.RoCEv2.MTU, 1
+	if k.onePath {
+		paths = 1
 	}
 	fmt.Fprintln(w, resultLine)
 	fmt.Fprintf(w, "                    %s\n", testTitle[p.Test])

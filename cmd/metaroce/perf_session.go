@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
 	"time"
 
+	"github.com/metaroce/metaroce/engine"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 )
@@ -14,11 +16,11 @@ const setupTimeout = 15 * time.Second
 // opener opens one end's data path for transport t (server: which end).
 // perf opens a UDP backend on its address, or takes the DPDK engine the
 // process started; bench keeps two DPDK engines open across its points.
-type opener func(t profile.Transport, server bool) (dataPath, error)
+type opener func(t profile.Transport, server bool) (engine.Backend, error)
 
 // udpOpener opens a UDP backend on ip, on the transport's port.
 func udpOpener(cfg profile.Config, ip netip.Addr) opener {
-	return func(t profile.Transport, _ bool) (dataPath, error) {
+	return func(t profile.Transport, _ bool) (engine.Backend, error) {
 		return openBackend(cfg, t, ip, transportPort(cfg, t))
 	}
 }
@@ -114,7 +116,10 @@ func newRunner(n *node, p perfParams, size int, remote regionInfo) runner {
 // completed is the partial result.
 func drive(n *node, r runner, stop func() bool, prog *progress, test string) (perfResult, error) {
 	interrupted := false
-	for !r.finished() {
+	err := n.run(func(verbs.Time) (bool, error) {
+		if r.finished() {
+			return true, nil
+		}
 		if !interrupted && stop != nil && stop() {
 			r.stop()
 			interrupted = true
@@ -124,14 +129,15 @@ func drive(n *node, r runner, stop func() bool, prog *progress, test string) (pe
 			r.onWC(wc)
 		}
 		if err := r.failure(); err != nil {
-			return r.result(), err
+			return false, err
 		}
 		if prog != nil {
 			prog.tick(test, r)
 		}
-		if err := n.step(time.Millisecond); err != nil {
-			return r.result(), err
-		}
+		return false, nil
+	})
+	if err != nil {
+		return r.result(), err
 	}
 	res := r.result()
 	res.Partial = interrupted
@@ -178,7 +184,7 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		}
 		for q, qp := range n.qps {
 			for i := 0; i < depth; i++ {
-				if err := qp.PostRecv(n.be.Now(), mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+				if err := qp.PostRecv(n.be.Now(), verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
 					return nil, n, err
 				}
 			}
@@ -198,19 +204,20 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 			runners = append(runners, newRunner(n, p, s, remote))
 		}
 	}
-	for {
+	var res []perfResult
+	err = n.run(func(now verbs.Time) (bool, error) {
 		if stop != nil && stop() {
-			return mine, n, errInterrupted
+			return false, errInterrupted
 		}
 		if m, ok := c.recv(); ok {
 			switch m.Type {
 			case "done":
 				client = &m
 			case "error":
-				return mine, n, fmt.Errorf("peer: %s", m.Err)
+				return false, fmt.Errorf("peer: %s", m.Err)
 			}
 		} else if err := c.gone(); err != nil && client == nil {
-			return mine, n, err
+			return false, err
 		}
 		if cur == nil && len(runners) > 0 {
 			cur, runners = runners[0], runners[1:]
@@ -218,35 +225,35 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		if cur != nil {
 			cur.pump()
 		}
-		now := n.be.Now()
 		for _, wc := range n.poll() {
 			q := int(wc.WRID >> 32)
 			switch wc.Opcode {
-			case mr.WCRecv, mr.WCRecvWriteImm:
-				if wc.Status != mr.StatusSuccess {
-					return mine, n, fmt.Errorf("receive failed: %v", wc.Status)
+			case verbs.WCRecv, verbs.WCRecvWriteImm:
+				if wc.Status != verbs.StatusSuccess {
+					return false, fmt.Errorf("receive failed: %v", wc.Status)
 				}
 				if q >= len(n.qps) {
 					q = 0
 				}
 				qp := n.qps[q]
-				if err := qp.PostRecv(now, mr.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
-					return mine, n, err
+				if err := qp.PostRecv(now, verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+					return false, err
 				}
+				var err error
 				switch p.Test {
 				case "send_lat":
-					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRSend, Local: n.mem.sge(0, int(wc.ByteLen))})
+					err = qp.PostSend(now, verbs.SendWR{ID: 1<<63 | 1, Opcode: verbs.WRSend, Local: n.mem.sge(0, int(wc.ByteLen))})
 				case "write_lat":
-					err = qp.PostSend(now, mr.SendWR{ID: 1<<63 | 1, Opcode: mr.WRWriteImm, Local: n.mem.sge(0, int(wc.Imm)),
-						RemoteAddr: remote.Addr, RKey: mr.RKey(remote.RKey), Imm: wc.Imm})
+					err = qp.PostSend(now, verbs.SendWR{ID: 1<<63 | 1, Opcode: verbs.WRWriteImm, Local: n.mem.sge(0, int(wc.Imm)),
+						RemoteAddr: remote.Addr, RKey: verbs.RKey(remote.RKey), Imm: wc.Imm})
 				}
 				if err != nil {
-					return mine, n, err
+					return false, err
 				}
 			default:
 				if wc.WRID>>63 == 1 {
-					if wc.Status != mr.StatusSuccess {
-						return mine, n, fmt.Errorf("echo failed: %v", wc.Status)
+					if wc.Status != verbs.StatusSuccess {
+						return false, fmt.Errorf("echo failed: %v", wc.Status)
 					}
 					continue
 				}
@@ -257,7 +264,7 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		}
 		if cur != nil {
 			if err := cur.failure(); err != nil {
-				return mine, n, err
+				return false, err
 			}
 			if cur.finished() {
 				mine = append(mine, cur.result())
@@ -266,18 +273,20 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		}
 		if client != nil && cur == nil && len(runners) == 0 {
 			if err := c.send(ctrlMsg{Type: "done", Results: mine}); err != nil {
-				return mine, n, err
+				return false, err
 			}
-			res := client.Results
+			res = client.Results
 			for i := range res {
 				if i < len(mine) {
 					res[i] = res[i].plus(mine[i])
 				}
 			}
-			return res, n, nil
+			return true, nil
 		}
-		if err := n.step(time.Millisecond); err != nil {
-			return mine, n, err
-		}
+		return false, nil
+	})
+	if err != nil {
+		return mine, n, err
 	}
+	return res, n, nil
 }

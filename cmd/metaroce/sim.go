@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/metaroce/metaroce/sim"
+	"github.com/metaroce/metaroce/sim/report"
 )
 
 type simOpts struct {
@@ -87,14 +88,14 @@ func runSim(stdout, stderr io.Writer, file string, o simOpts, pcapHostSet bool) 
 		if err := res.WriteJSON(stdout); err != nil {
 			return err
 		}
-	} else if err := res.WriteTable(stdout); err != nil {
+	} else if err := report.WriteTable(stdout, res); err != nil {
 		return err
 	}
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return err
 		}
-		files, err := res.WriteCSV(o.out)
+		files, err := report.WriteCSV(res, o.out)
 		if err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func runSim(stdout, stderr io.Writer, file string, o simOpts, pcapHostSet bool) 
 			return err
 		}
 		files = append(files, jf)
-		pngs, err := res.WritePlots(o.out)
+		pngs, err := report.WritePlots(res, o.out)
 		if err != nil {
 			return err
 		}

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // badKind is one kind of bad input and the drop reason B must count for it
@@ -150,7 +150,7 @@ func TestBadInputDuringTransfer(t *testing.T) {
 	stop := make(chan struct{})
 	sentCh := make(chan []int, 1)
 	var epBefore metaroce.EndpointCounters
-	require.NoError(t, p.sh[1].Do(func(metaroce.Time) { epBefore = *p.ep[1].Counters() }))
+	require.NoError(t, p.sh[1].Do(func(verbs.Time) { epBefore = *p.ep[1].Counters() }))
 	go func() { sentCh <- blast(t, a, b, p.eng[1].Config().UDPPort, 3000, stop) }()
 	p.transfer(xfer{writeN: 2 << 20, sendN: 512 << 10, sendMsgs: 8, readN: 1 << 20}, 3)
 	close(stop)
@@ -173,7 +173,7 @@ func TestBadInputDuringTransfer(t *testing.T) {
 		c, err := p.sh[1].Counters()
 		require.NoError(t, err)
 		var ep metaroce.EndpointCounters
-		require.NoError(t, p.sh[1].Do(func(metaroce.Time) { ep = *p.ep[1].Counters() }))
+		require.NoError(t, p.sh[1].Do(func(verbs.Time) { ep = *p.ep[1].Counters() }))
 		rejected := ep.CRCDrops + ep.Malformed - epBefore.CRCDrops - epBefore.Malformed
 		ok := rejected == core
 		for d, n := range want {

@@ -86,7 +86,7 @@ type PortConfig struct {
 
 // Neighbour is a static peer.
 type Neighbour struct {
-	Peer uint32 `yaml:"peer"` // the metaroce.PeerHandle the application uses
+	Peer uint32 `yaml:"peer"` // the verbs.PeerHandle the application uses
 	IP   string `yaml:"ip"`
 	MAC  string `yaml:"mac"` // optional: resolved with ARP when empty
 }

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
-
-	"github.com/metaroce/metaroce/metaroce"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -96,10 +95,10 @@ func TestSubnets(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 32, bits)
 	p := &port{ip: ip, bits: 24, gw: 7}
-	require.Equal(t, metaroce.PeerHandle(3), p.nextHop(3, IPv4{10, 1, 0, 9}))
-	require.Equal(t, metaroce.PeerHandle(7), p.nextHop(3, IPv4{10, 2, 0, 9}))
+	require.Equal(t, verbs.PeerHandle(3), p.nextHop(3, IPv4{10, 1, 0, 9}))
+	require.Equal(t, verbs.PeerHandle(7), p.nextHop(3, IPv4{10, 2, 0, 9}))
 	p.gw = noGateway
-	require.Equal(t, metaroce.PeerHandle(3), p.nextHop(3, IPv4{10, 2, 0, 9}))
+	require.Equal(t, verbs.PeerHandle(3), p.nextHop(3, IPv4{10, 2, 0, 9}))
 }
 
 func TestSplitArgs(t *testing.T) {

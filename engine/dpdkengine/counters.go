@@ -3,14 +3,17 @@
 package dpdkengine
 
 // Counters are one shard's data-path counters. The shard goroutine writes
-// them; other goroutines get a copy through Shard.Counters.
+// them; other goroutines get a copy through Shard.Counters (exact, through
+// Do) or Shard.Stats (at most publishEvery old, never waits).
 type Counters struct {
 	RxFrames        uint64 // frames taken from the port
+	RxBytes         uint64 // their bytes (whole Ethernet frames)
+	RxCE            uint64 // payloads delivered with ECN Congestion Experienced
 	RxDelivered     uint64 // UDP payloads handed to the transport core
 	Drops           [dropKinds]uint64
 	Reordered       uint64 // packets held back behind later ones by the impairment stage
 	TxFrames        uint64 // frames the port accepted
-	TxBytes         uint64
+	TxBytes         uint64 // their bytes (whole Ethernet frames)
 	TxNoMbuf        uint64 // times the pool had no mbufs for a tx burst
 	TxBlocked       uint64 // loop iterations that produced nothing because the port's queue was full
 	NoNeighbour     uint64 // packets the core produced for a peer without a MAC yet (dropped; the core resends)

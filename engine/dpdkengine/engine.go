@@ -5,6 +5,7 @@ package dpdkengine
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,6 @@ import (
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/lcore"
 	"github.com/metaroce/metaroce/mempool"
-	"github.com/metaroce/metaroce/metaroce"
 )
 
 // port is one configured DPDK port and what the data path needs to know
@@ -23,8 +23,8 @@ type port struct {
 	name   string
 	mac    MAC
 	ip     IPv4
-	bits   int                 // prefix length of ip
-	gw     metaroce.PeerHandle // neighbour handle of the gateway, or noGateway
+	bits   int              // prefix length of ip
+	gw     verbs.PeerHandle // neighbour handle of the gateway, or noGateway
 	queues int
 
 	txIPOffload, txUDPOffload bool
@@ -33,11 +33,11 @@ type port struct {
 	txFlags                   uint64 // ol_flags for every data frame
 }
 
-const noGateway = metaroce.PeerHandle(1<<32 - 1)
+const noGateway = verbs.PeerHandle(1<<32 - 1)
 
 // nextHop returns the neighbour whose MAC a packet to ip needs: the peer
 // itself when on-link, else the port's gateway.
-func (p *port) nextHop(peer metaroce.PeerHandle, ip IPv4) metaroce.PeerHandle {
+func (p *port) nextHop(peer verbs.PeerHandle, ip IPv4) verbs.PeerHandle {
 	if p.gw == noGateway || sameSubnet(p.ip, ip, p.bits) {
 		return peer
 	}
@@ -195,7 +195,7 @@ func (e *Engine) Ports() []PortInfo {
 // cores that put addresses into their packets (the RoCEv2 baseline's ICRC
 // covers the IP header) look peers up with it, e.g.
 // rocev2.Config{PeerIP: func(h) rocev2.IPv4 { ip, _ := e.PeerIP(h); return ip }}.
-func (e *Engine) PeerIP(h metaroce.PeerHandle) (ip [4]byte, ok bool) {
+func (e *Engine) PeerIP(h verbs.PeerHandle) (ip [4]byte, ok bool) {
 	if int(h) >= maxPeers || !e.neigh.used[h].Load() {
 		return ip, false
 	}
@@ -242,7 +242,10 @@ func (e *Engine) waitLink(up bool, timeout time.Duration) error {
 // of each. From now on tr belongs to the shard's goroutine: reach it with
 // Shard.Do. One engine runs one directly attached shard; more shards over
 // the same ports need the lcore package's steering.
-func (e *Engine) Run(tr metaroce.Transport) (*Shard, error) {
+func (e *Engine) Run(tr verbs.Transport) (*Shard, error) { return e.run(tr, false) }
+
+// run starts the queue-0 shard; a held one runs only inside RunApp.
+func (e *Engine) run(tr verbs.Transport, held bool) (*Shard, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -255,6 +258,7 @@ func (e *Engine) Run(tr metaroce.Transport) (*Shard, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.held = held
 	if err := e.startShard(s); err != nil {
 		return nil, err
 	}
@@ -345,7 +349,7 @@ func (r *ringIO) tx(i int, pkts []*dpdk.Mbuf) int { return r.loops[i].TxRing(r.k
 // the loops steer on that destination port, which spraying never changes,
 // so each connection stays on one shard. Each transport then belongs to
 // its shard's goroutine (use Shard.Do).
-func (e *Engine) RunSharded(trs []metaroce.Transport, lcores []int) ([]*Shard, error) {
+func (e *Engine) RunSharded(trs []verbs.Transport, lcores []int) ([]*Shard, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

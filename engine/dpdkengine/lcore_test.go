@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestLcoreShards: each engine runs a C lcore loop owning its memif
@@ -45,7 +45,7 @@ func TestLcoreShards(t *testing.T) {
 	t.Cleanup(func() { closePair(t, eng) })
 	for i := 0; i < 2; i++ {
 		require.NoError(t, eng[i].WaitLink(10*time.Second))
-		var trs []metaroce.Transport
+		var trs []verbs.Transport
 		for k := 0; k < shards; k++ {
 			ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(10*k + i + 1), Incarnation: 1, MTU: 1024,
 				Paths: 16, AcceptIncoming: i == 1, ConnectRetries: 1000})
@@ -90,11 +90,11 @@ func TestLcoreShards(t *testing.T) {
 	}
 	// Spraying used many source ports for each connection, yet each
 	// connection stayed on its shard (checked above): show the spread.
-	require.NoError(t, sh[0][1].Do(func(metaroce.Time) {
+	require.NoError(t, sh[0][1].Do(func(verbs.Time) {
 		used := 0
 		c := res[1].ca
 		for pth := 0; pth < c.NumPaths(); pth++ {
-			if c.PathCounters(metaroce.PathID(pth)).TxPackets > 0 {
+			if c.PathCounters(verbs.PathID(pth)).TxPackets > 0 {
 				used++
 			}
 		}

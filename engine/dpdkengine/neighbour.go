@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // maxPeers bounds the neighbour table: static peers plus peers learned from
@@ -29,15 +29,15 @@ const (
 // every plane it is reached through a different NIC (and next hop).
 type neighTable struct {
 	mu   sync.Mutex
-	byIP map[IPv4]metaroce.PeerHandle
-	next metaroce.PeerHandle
+	byIP map[IPv4]verbs.PeerHandle
+	next verbs.PeerHandle
 	ip   [maxPeers]IPv4
 	used [maxPeers]atomic.Bool
 	mac  [][maxPeers]atomic.Uint64 // per port: macKnown | macStatic | 48-bit MAC
 }
 
 func newNeighTable(static []Neighbour, ports int) (*neighTable, error) {
-	t := &neighTable{byIP: make(map[IPv4]metaroce.PeerHandle), mac: make([][maxPeers]atomic.Uint64, ports)}
+	t := &neighTable{byIP: make(map[IPv4]verbs.PeerHandle), mac: make([][maxPeers]atomic.Uint64, ports)}
 	for _, n := range static {
 		ip, err := parseIP(n.IP)
 		if err != nil {
@@ -54,8 +54,8 @@ func newNeighTable(static []Neighbour, ports int) (*neighTable, error) {
 				t.mac[i][n.Peer].Store(macKnown | macStatic | macBits(m))
 			}
 		}
-		t.byIP[ip] = metaroce.PeerHandle(n.Peer)
-		t.next = max(t.next, metaroce.PeerHandle(n.Peer)+1)
+		t.byIP[ip] = verbs.PeerHandle(n.Peer)
+		t.next = max(t.next, verbs.PeerHandle(n.Peer)+1)
 	}
 	return t, nil
 }
@@ -73,24 +73,24 @@ func bitsMAC(v uint64) MAC {
 // port and peer: index port*maxPeers+peer).
 type neighbours struct {
 	t       *neighTable
-	cache   map[IPv4]metaroce.PeerHandle
-	lastARP []metaroce.Time
+	cache   map[IPv4]verbs.PeerHandle
+	lastARP []verbs.Time
 	asked   []bool
 
 	lastIP   IPv4 // the last address looked up, and its handle
-	lastPeer metaroce.PeerHandle
+	lastPeer verbs.PeerHandle
 	hasLast  bool
 }
 
 func newNeighbours(t *neighTable) *neighbours {
 	n := len(t.mac) * maxPeers
-	return &neighbours{t: t, cache: make(map[IPv4]metaroce.PeerHandle, 64),
-		lastARP: make([]metaroce.Time, n), asked: make([]bool, n)}
+	return &neighbours{t: t, cache: make(map[IPv4]verbs.PeerHandle, 64),
+		lastARP: make([]verbs.Time, n), asked: make([]bool, n)}
 }
 
 // addr returns a peer's IPv4 address and its MAC on port i (known false
 // when not resolved yet); ok is false for a handle nobody assigned.
-func (n *neighbours) addr(p metaroce.PeerHandle, i int) (ip IPv4, mac MAC, known, ok bool) {
+func (n *neighbours) addr(p verbs.PeerHandle, i int) (ip IPv4, mac MAC, known, ok bool) {
 	if int(p) >= maxPeers || !n.t.used[p].Load() {
 		return ip, mac, false, false
 	}
@@ -101,7 +101,7 @@ func (n *neighbours) addr(p metaroce.PeerHandle, i int) (ip IPv4, mac MAC, known
 // lookup returns the handle of ip, adding it to the shared table when
 // learn is set and there is room; ok is false when ip is unknown and was
 // not added.
-func (n *neighbours) lookup(ip IPv4, learn bool) (metaroce.PeerHandle, bool) {
+func (n *neighbours) lookup(ip IPv4, learn bool) (verbs.PeerHandle, bool) {
 	if n.hasLast && ip == n.lastIP { // bursts mostly come from one peer
 		return n.lastPeer, true
 	}
@@ -134,13 +134,13 @@ func (n *neighbours) lookup(ip IPv4, learn bool) (metaroce.PeerHandle, bool) {
 }
 
 // known reports whether p's MAC on port i is resolved.
-func (n *neighbours) known(p metaroce.PeerHandle, i int) bool {
+func (n *neighbours) known(p verbs.PeerHandle, i int) bool {
 	return n.t.mac[i][p].Load()&macKnown != 0
 }
 
 // learn records the MAC seen for a peer on port i, unless the profile
 // fixed it. It reports whether the peer had no MAC there before.
-func (n *neighbours) learn(p metaroce.PeerHandle, i int, mac MAC) bool {
+func (n *neighbours) learn(p verbs.PeerHandle, i int, mac MAC) bool {
 	if mac == broadcastMAC || mac[0]&1 != 0 {
 		return false
 	}

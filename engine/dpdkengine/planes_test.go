@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestTwoPlanes: each engine has two ports, one per plane (memif pairs 10
@@ -60,9 +60,9 @@ func TestTwoPlanes(t *testing.T) {
 	r := p.transfer(xfer{writeN: 2 << 20, sendN: 128 << 10, sendMsgs: 2, readN: 512 << 10}, 9)
 	// The sequenced packets A's core put on plane k's paths...
 	var onPlane [2]uint64
-	require.NoError(t, p.sh[0].Do(func(metaroce.Time) {
+	require.NoError(t, p.sh[0].Do(func(verbs.Time) {
 		for i := 0; i < r.ca.NumPaths(); i++ {
-			onPlane[i%2] += r.ca.PathCounters(metaroce.PathID(i)).TxPackets // path i is on plane i%planes
+			onPlane[i%2] += r.ca.PathCounters(verbs.PathID(i)).TxPackets // path i is on plane i%planes
 		}
 	}))
 	// ...left on port k (plus unsequenced control packets and ACKs).
@@ -89,5 +89,5 @@ func TestTwoPlanes(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, c.Dropped(), "engine %d: %v", i, c.DropMap())
 	}
-	require.NoError(t, p.sh[0].Do(func(metaroce.Time) { require.Zero(t, r.ca.Counters().PathFailures) }))
+	require.NoError(t, p.sh[0].Do(func(verbs.Time) { require.Zero(t, r.ca.Counters().PathFailures) }))
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMemifPropertyScenarios draws transfers the way the core's property
@@ -26,7 +26,7 @@ func TestMemifPropertyScenarios(t *testing.T) {
 }
 
 type op struct {
-	kind   metaroce.WROpcode // WRWrite, WRSend or WRRead
+	kind   verbs.WROpcode // WRWrite, WRSend or WRRead
 	stream int
 	size   int
 	off    int // offset in the source (WRITE/SEND: A's, READ: B's) and destination
@@ -47,9 +47,9 @@ func runScenario(t *testing.T, seed uint64, pair int) {
 	var ops []op
 	var outN, inN int // bytes A sends (WRITE+SEND), bytes A reads
 	for n := 5 + rng.IntN(16); len(ops) < n; {
-		o := op{kind: []metaroce.WROpcode{metaroce.WRWrite, metaroce.WRSend, metaroce.WRRead}[rng.IntN(3)],
+		o := op{kind: []verbs.WROpcode{verbs.WRWrite, verbs.WRSend, verbs.WRRead}[rng.IntN(3)],
 			stream: rng.IntN(streams), size: 1 + int(math.Exp(rng.Float64()*math.Log(192<<10)))}
-		if o.kind == metaroce.WRRead {
+		if o.kind == verbs.WRRead {
 			o.off, inN = inN, inN+o.size
 		} else {
 			o.off, outN = outN, outN+o.size
@@ -71,44 +71,44 @@ func runScenario(t *testing.T, seed uint64, pair int) {
 	}
 	ca, cb := p.connect()
 
-	cqa, cqb := metaroce.NewCompletionQueue(64), metaroce.NewCompletionQueue(64)
-	var mSrcB, mDstB *metaroce.MemoryRegion
-	require.NoError(t, p.sh[1].Do(func(now metaroce.Time) {
+	cqa, cqb := verbs.NewCompletionQueue(64), verbs.NewCompletionQueue(64)
+	var mSrcB, mDstB *verbs.MemoryRegion
+	require.NoError(t, p.sh[1].Do(func(now verbs.Time) {
 		pd := p.ep[1].AllocPD()
 		var err error
-		mSrcB, err = pd.RegisterMR(srcB, metaroce.AccessRemoteRead)
+		mSrcB, err = pd.RegisterMR(srcB, verbs.AccessRemoteRead)
 		require.NoError(t, err)
-		mDstB, err = pd.RegisterMR(dstBAll, metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+		mDstB, err = pd.RegisterMR(dstBAll, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		require.NoError(t, err)
 		for s := 0; s < streams; s++ {
-			q, err := cb.CreateQP(metaroce.StreamID(s), metaroce.QPAttr{PD: pd, SendCQ: cqb, RecvCQ: cqb})
+			q, err := cb.CreateQP(metaroce.StreamID(s), verbs.QPAttr{PD: pd, SendCQ: cqb, RecvCQ: cqb})
 			require.NoError(t, err)
 			for i, o := range ops {
-				if o.kind == metaroce.WRSend && o.stream == s {
-					require.NoError(t, q.PostRecv(now, metaroce.RecvWR{ID: uint64(i), Local: mDstB.SGE(guard+o.off, o.size)}))
+				if o.kind == verbs.WRSend && o.stream == s {
+					require.NoError(t, q.PostRecv(now, verbs.RecvWR{ID: uint64(i), Local: mDstB.SGE(guard+o.off, o.size)}))
 				}
 			}
 		}
 	}))
-	require.NoError(t, p.sh[0].Do(func(now metaroce.Time) {
+	require.NoError(t, p.sh[0].Do(func(now verbs.Time) {
 		pd := p.ep[0].AllocPD()
 		mSrcA, err := pd.RegisterMR(srcA, 0)
 		require.NoError(t, err)
-		mDstA, err := pd.RegisterMR(dstAAll, metaroce.AccessLocalWrite)
+		mDstA, err := pd.RegisterMR(dstAAll, verbs.AccessLocalWrite)
 		require.NoError(t, err)
 		qs := make([]*metaroce.QueuePair, streams)
 		for s := range qs {
-			qs[s], err = ca.CreateQP(metaroce.StreamID(s), metaroce.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
+			qs[s], err = ca.CreateQP(metaroce.StreamID(s), verbs.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
 			require.NoError(t, err)
 		}
 		for i, o := range ops {
-			wr := metaroce.SendWR{ID: uint64(i), Opcode: o.kind}
+			wr := verbs.SendWR{ID: uint64(i), Opcode: o.kind}
 			switch o.kind {
-			case metaroce.WRWrite:
+			case verbs.WRWrite:
 				wr.Local, wr.RemoteAddr, wr.RKey = mSrcA.SGE(o.off, o.size), mDstB.Addr()+uint64(guard+o.off), mDstB.RKey()
-			case metaroce.WRSend:
+			case verbs.WRSend:
 				wr.Local = mSrcA.SGE(o.off, o.size)
-			case metaroce.WRRead:
+			case verbs.WRRead:
 				wr.Local, wr.RemoteAddr, wr.RKey = mDstA.SGE(guard+o.off, o.size), mSrcB.Addr()+uint64(o.off), mSrcB.RKey()
 			}
 			require.NoError(t, qs[o.stream].PostSend(now, wr))
@@ -117,23 +117,23 @@ func runScenario(t *testing.T, seed uint64, pair int) {
 	// Completions: each once, successful, in posting order per stream.
 	sends := 0
 	for _, o := range ops {
-		if o.kind == metaroce.WRSend {
+		if o.kind == verbs.WRSend {
 			sends++
 		}
 	}
-	check := func(side int, cq *metaroce.CompletionQueue, want int) {
+	check := func(side int, cq *verbs.CompletionQueue, want int) {
 		last := make([]int, streams)
 		for s := range last {
 			last[s] = -1
 		}
 		got := 0
-		var wcs [32]metaroce.WorkCompletion
-		p.await(side, fmt.Sprintf("side %d completions", side), 60*time.Second, func(metaroce.Time) bool {
+		var wcs [32]verbs.WorkCompletion
+		p.await(side, fmt.Sprintf("side %d completions", side), 60*time.Second, func(verbs.Time) bool {
 			n := cq.Poll(wcs[:])
 			for _, wc := range wcs[:n] {
 				i := int(wc.WRID)
 				require.Less(t, i, len(ops))
-				require.Equal(t, metaroce.StatusSuccess, wc.Status, "op %d %+v", i, ops[i])
+				require.Equal(t, verbs.StatusSuccess, wc.Status, "op %d %+v", i, ops[i])
 				s := ops[i].stream
 				require.Greater(t, i, last[s], "stream %d: op %d completed after op %d", s, i, last[s])
 				last[s] = i
@@ -146,8 +146,8 @@ func runScenario(t *testing.T, seed uint64, pair int) {
 	check(0, cqa, len(ops))
 	check(1, cqb, sends)
 	time.Sleep(5 * time.Millisecond)
-	require.NoError(t, p.sh[0].Do(func(metaroce.Time) { require.Zero(t, cqa.Len()) }))
-	require.NoError(t, p.sh[1].Do(func(metaroce.Time) { require.Zero(t, cqb.Len()) }))
+	require.NoError(t, p.sh[0].Do(func(verbs.Time) { require.Zero(t, cqa.Len()) }))
+	require.NoError(t, p.sh[1].Do(func(verbs.Time) { require.Zero(t, cqb.Len()) }))
 	require.Equal(t, srcA[:outN], dstBAll[guard:guard+outN])
 	require.Equal(t, srcB[:inN], dstAAll[guard:guard+inN])
 	checkGuard(t, dstBAll[:outN+2*guard], "B")

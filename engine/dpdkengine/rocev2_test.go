@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRoCEv2OverMemif runs the RoCEv2 baseline on the same engine (UDP
@@ -40,8 +39,8 @@ func TestRoCEv2OverMemif(t *testing.T) {
 		e := eng[i]
 		local, _ := parseIP(ips[i])
 		ep, err := rocev2.NewEndpoint(rocev2.Config{LocalIP: rocev2.IPv4(local), MTU: 1024, AcceptIncoming: i == 1,
-			PeerIP: func(h rocev2.PeerHandle) rocev2.IPv4 {
-				ip, _ := e.PeerIP(metaroce.PeerHandle(h))
+			PeerIP: func(h verbs.PeerHandle) rocev2.IPv4 {
+				ip, _ := e.PeerIP(verbs.PeerHandle(h))
 				return rocev2.IPv4(ip)
 			}})
 		require.NoError(t, err)
@@ -61,43 +60,43 @@ func TestRoCEv2OverMemif(t *testing.T) {
 		src[i] = byte(i*13 + 1)
 	}
 	var ca, cb *rocev2.Conn
-	require.NoError(t, sh[0].Do(func(now metaroce.Time) {
+	require.NoError(t, sh[0].Do(func(now verbs.Time) {
 		var err error
 		ca, err = eps[0].Connect(now, 1)
 		require.NoError(t, err)
 	}))
-	p.await(1, "accept", 10*time.Second, func(metaroce.Time) bool {
+	p.await(1, "accept", 10*time.Second, func(verbs.Time) bool {
 		if c, ok := eps[1].Accept(); ok {
 			cb = c
 		}
 		return cb != nil
 	})
-	p.await(0, "established", 10*time.Second, func(metaroce.Time) bool { return ca.Established() })
-	var mDst *rocev2.MemoryRegion
-	require.NoError(t, sh[1].Do(func(metaroce.Time) {
+	p.await(0, "established", 10*time.Second, func(verbs.Time) bool { return ca.Established() })
+	var mDst *verbs.MemoryRegion
+	require.NoError(t, sh[1].Do(func(verbs.Time) {
 		pd := eps[1].AllocPD()
-		cq := rocev2.NewCompletionQueue(16)
-		_, err := cb.CreateQP(rocev2.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
+		cq := verbs.NewCompletionQueue(16)
+		_, err := cb.CreateQP(verbs.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
 		require.NoError(t, err)
-		mDst, err = pd.RegisterMR(dst, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+		mDst, err = pd.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		require.NoError(t, err)
 	}))
-	cqa := rocev2.NewCompletionQueue(16)
-	require.NoError(t, sh[0].Do(func(now metaroce.Time) {
+	cqa := verbs.NewCompletionQueue(16)
+	require.NoError(t, sh[0].Do(func(now verbs.Time) {
 		pd := eps[0].AllocPD()
-		qa, err := ca.CreateQP(rocev2.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
+		qa, err := ca.CreateQP(verbs.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
 		require.NoError(t, err)
 		mSrc, err := pd.RegisterMR(src, 0)
 		require.NoError(t, err)
-		require.NoError(t, qa.PostSend(now, rocev2.SendWR{ID: 1, Opcode: rocev2.WRWrite, Local: mSrc.SGE(0, n),
+		require.NoError(t, qa.PostSend(now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: mSrc.SGE(0, n),
 			RemoteAddr: mDst.Addr(), RKey: mDst.RKey()}))
 	}))
-	var wc [1]rocev2.WorkCompletion
-	p.await(0, "WRITE completion", 30*time.Second, func(metaroce.Time) bool { return cqa.Poll(wc[:]) == 1 })
-	require.Equal(t, rocev2.StatusSuccess, wc[0].Status)
+	var wc [1]verbs.WorkCompletion
+	p.await(0, "WRITE completion", 30*time.Second, func(verbs.Time) bool { return cqa.Poll(wc[:]) == 1 })
+	require.Equal(t, verbs.StatusSuccess, wc[0].Status)
 	require.Equal(t, src, dst)
 	var icrcDrops uint64
-	require.NoError(t, sh[1].Do(func(metaroce.Time) { icrcDrops = eps[1].Counters().ICRCDrops }))
+	require.NoError(t, sh[1].Do(func(verbs.Time) { icrcDrops = eps[1].Counters().ICRCDrops }))
 	require.Zero(t, icrcDrops)
 	c, err := sh[1].Counters()
 	require.NoError(t, err)

@@ -5,13 +5,15 @@ package dpdkengine
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/metaroce/metaroce/dpdk"
-	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/engine"
 )
 
 // shardIO is where a shard's bursts come from and go to: a port's queues
@@ -47,10 +49,11 @@ func (d *directIO) tx(i int, pkts []*dpdk.Mbuf) int { return d.ports[i].id.TxBur
 // goroutine, locked to an OS thread registered with the EAL. Everything
 // reachable from the transport (endpoint, connections, queue pairs,
 // completion queues, memory regions) belongs to that goroutine once the
-// shard runs: other goroutines reach it only through Do.
+// shard runs: other goroutines reach it only through Do, or run their
+// application on the shard's loop with RunApp (app.go).
 type Shard struct {
 	e      *Engine
-	tr     metaroce.Transport
+	tr     verbs.Transport
 	io     shardIO
 	ports  []*port
 	neigh  *neighbours
@@ -73,12 +76,22 @@ type Shard struct {
 	cmdFlag atomic.Bool
 	wake    chan struct{}
 
-	// Loans (borrow.go): borrowReq asks the loop to park; lent and
-	// returned (capacity 1) are the handshake.
-	borrowReq atomic.Bool
-	lent      chan struct{}
-	returned  chan struct{}
-	runLeft   int // busy iterations still to run before lending (ReleaseFor)
+	// The application's loop (app.go): app is stepped once per
+	// iteration while a RunApp is in progress (shard goroutine only);
+	// appDone (capacity 1) carries how it ended; inRun admits one RunApp
+	// at a time. A held shard (Engine.Backend) runs only while it has an
+	// app: between RunApps it is parked and its transport belongs to the
+	// caller.
+	app     engine.App
+	appDone chan error
+	inRun   atomic.Bool
+	held    bool
+
+	// pub is the copy of c that Stats reads (pubMu), refreshed every
+	// publishEvery, when an app ends and when the shard parks or stops.
+	pubMu   sync.Mutex
+	pub     Counters
+	lastPub verbs.Time
 
 	stop atomic.Bool
 	done chan struct{}
@@ -89,11 +102,11 @@ type Shard struct {
 }
 
 type cmd struct {
-	fn   func(now metaroce.Time)
+	fn   func(now verbs.Time)
 	done chan struct{}
 }
 
-func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, error) {
+func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, error) {
 	cfg := e.cfg
 	neigh := newNeighbours(e.neigh)
 	s := &Shard{e: e, tr: tr, io: io, ports: e.ports, neigh: neigh, imp: newImpairer(cfg.Impair),
@@ -101,7 +114,7 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
 		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
 		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index,
-		lent: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
+		appDone: make(chan error, 1)}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
@@ -117,13 +130,13 @@ func newShard(e *Engine, tr metaroce.Transport, io shardIO, index int) (*Shard, 
 }
 
 // now is the shard's monotonic clock, in the core's Time.
-func (s *Shard) now() metaroce.Time { return metaroce.Time(time.Since(s.epoch)) }
+func (s *Shard) now() verbs.Time { return verbs.Time(time.Since(s.epoch)) }
 
 // Do runs fn on the shard's goroutine, between bursts, and waits for it:
-// the only safe way for another goroutine to post work requests, poll
+// with RunApp, the only safe way for another goroutine to post work requests, poll
 // completion queues or read counters of the shard's transport. now is the
 // shard's clock. It returns an error when the shard has stopped.
-func (s *Shard) Do(fn func(now metaroce.Time)) error {
+func (s *Shard) Do(fn func(now verbs.Time)) error {
 	c := cmd{fn: fn, done: make(chan struct{})}
 	s.cmdMu.Lock()
 	if s.stop.Load() {
@@ -157,7 +170,7 @@ var ErrStopped = errors.New("dpdk engine: shard stopped")
 // Counters returns a copy of the shard's counters.
 func (s *Shard) Counters() (Counters, error) {
 	var c Counters
-	err := s.Do(func(metaroce.Time) { c = s.c })
+	err := s.Do(func(verbs.Time) { c = s.c })
 	return c, err
 }
 
@@ -174,7 +187,7 @@ func (s *Shard) Err() error {
 	}
 }
 
-func (s *Shard) runCmds(now metaroce.Time) {
+func (s *Shard) runCmds(now verbs.Time) {
 	s.cmdMu.Lock()
 	cmds := s.cmds
 	s.cmds = nil
@@ -186,8 +199,16 @@ func (s *Shard) runCmds(now metaroce.Time) {
 	}
 }
 
+// nap sleeps this OS thread for d in the kernel (nanosleep), keeping its
+// P: the shard's thread is locked and the nap is shorter than the
+// runtime's hand-off of a P blocked in a system call.
+func nap(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil) // EINTR: the loop polls again, no harm
+}
+
 // yieldEvery is how often a spinning idle shard yields its P.
-const yieldEvery = metaroce.Time(200 * time.Microsecond)
+const yieldEvery = verbs.Time(200 * time.Microsecond)
 
 // run is the shard loop. It owns the OS thread it runs on.
 func (s *Shard) run(started chan<- error) {
@@ -202,9 +223,9 @@ func (s *Shard) run(started chan<- error) {
 	started <- nil
 	defer close(s.done)
 	defer s.drain()
+	defer s.publish()
 
-	var idleSince, lastYield metaroce.Time
-	lastTx := 0 // packets the previous iteration sent (a busy shard, for lendNow)
+	var idleSince, lastYield verbs.Time
 	idle := false
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
@@ -213,6 +234,12 @@ func (s *Shard) run(started chan<- error) {
 		s.resolveNeighbours(s.now())
 	}
 	for !s.stop.Load() {
+		if s.held && s.app == nil {
+			if !s.park() {
+				break
+			}
+			idle, sleep = false, time.Microsecond
+		}
 		s.c.Loops++
 		now := s.now()
 		work := s.poll(now)
@@ -220,16 +247,22 @@ func (s *Shard) run(started chan<- error) {
 			s.runCmds(now)
 			work++
 		}
-		if s.borrowReq.Load() && s.lendNow(work+lastTx) {
-			s.lend()
-			now = s.now()
-			work++
+		if s.app != nil {
+			// The application's step, between this iteration's receive
+			// burst and its transmit: what it posts goes out now.
+			if fin, err := s.app.Step(now); fin || err != nil {
+				s.endApp(err)
+				continue
+			}
 		}
 		if s.tr.NextDeadline() <= now {
 			s.tr.OnTimer(now)
 		}
-		lastTx = s.transmit(now)
-		work += lastTx
+		work += s.transmit(now)
+		if now-s.lastPub >= publishEvery {
+			s.lastPub = now
+			s.publish()
+		}
 		if work > 0 {
 			idle, sleep = false, time.Microsecond
 			continue
@@ -237,22 +270,28 @@ func (s *Shard) run(started chan<- error) {
 		if !idle {
 			idle, idleSince = true, now
 		}
-		if now-idleSince < metaroce.Time(s.e.cfg.IdleSpin) {
+		if now-idleSince < verbs.Time(s.e.cfg.IdleSpin) {
 			// While spinning idle, let the scheduler run other goroutines
-			// now and then: a shard holds a P, and the application's
-			// goroutine (posting work, polling completions through Do)
-			// needs one; with as many spinning shards as Ps it would wait
-			// for the 10ms preemption tick, and the shards run dry.
-			if now-lastYield > yieldEvery {
-				lastYield = now
+			// now and then: a shard holds a P, and an application that
+			// posts work and polls completions through Do needs one; with
+			// as many spinning shards as Ps it would wait for the 10ms
+			// preemption tick, and the shards run dry. Not while an
+			// application runs on this loop (RunApp): nothing else feeds
+			// the shard then, and a locked thread's yield is a thread
+			// handoff that a loaded machine can make last hundreds of
+			// microseconds, each a packet's delay. The next yield is
+			// counted from the end of this one, so that slow yields
+			// cannot follow each other back to back.
+			if s.app == nil && now-lastYield > yieldEvery {
 				runtime.Gosched()
+				lastYield = s.now()
 			}
 			continue
 		}
 		// Idle back-off: sleep, doubling up to MaxIdleSleep, but never past
 		// the transport's next deadline; Do wakes us at once.
 		d := sleep
-		if dl := s.tr.NextDeadline(); dl != metaroce.Never {
+		if dl := s.tr.NextDeadline(); dl != verbs.Never {
 			d = min(d, time.Duration(dl-s.now()))
 		}
 		sleep = min(2*sleep, s.e.cfg.MaxIdleSleep)
@@ -260,6 +299,16 @@ func (s *Shard) run(started chan<- error) {
 			continue
 		}
 		s.c.IdleSleeps++
+		if s.app != nil {
+			// With an application on the loop, nap in the kernel: this
+			// thread's own timer is exact, where the Go runtime rounds a
+			// sleep under a millisecond up to one when it has nothing
+			// else to run, and a ping-pong whose ends had both gone idle
+			// would then pay that in every round trip. Do and Stop wait
+			// for the nap (at most MaxIdleSleep).
+			nap(d)
+			continue
+		}
 		timer.Reset(d)
 		select {
 		case <-timer.C:
@@ -302,7 +351,7 @@ func (s *Shard) drain() {
 
 // poll receives one burst from every port and hands each packet to the
 // transport; it returns the frames received.
-func (s *Shard) poll(now metaroce.Time) int {
+func (s *Shard) poll(now verbs.Time) int {
 	total := 0
 	for i := range s.ports {
 		n := s.io.rx(i, s.rxb)
@@ -313,6 +362,7 @@ func (s *Shard) poll(now metaroce.Time) int {
 		s.c.RxFrames += uint64(n)
 		s.frees = s.frees[:0]
 		for _, m := range s.rxb[:n] {
+			s.c.RxBytes += uint64(m.Len())
 			if !s.handle(now, i, m) {
 				s.frees = append(s.frees, m)
 			}
@@ -340,7 +390,7 @@ func (s *Shard) poll(now metaroce.Time) int {
 
 // handle processes one received frame. It returns true when it kept the
 // mbuf (turned into a reply, or held back), false when the caller frees it.
-func (s *Shard) handle(now metaroce.Time, i int, m *dpdk.Mbuf) bool {
+func (s *Shard) handle(now verbs.Time, i int, m *dpdk.Mbuf) bool {
 	frame := m.Data()
 	et, d := EtherType(frame)
 	if d != DropNone {
@@ -389,7 +439,7 @@ func (s *Shard) checks(i int, m *dpdk.Mbuf) Checks {
 
 // deliver parses an IPv4 frame and hands its payload to the transport,
 // which copies the data once, straight from the mbuf to its final address.
-func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
+func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
 	f, d := ParseUDP(m.Data(), &s.ours[i], s.checks(i, m))
 	if d != DropNone {
 		s.c.Drops[d]++
@@ -407,13 +457,16 @@ func (s *Shard) deliver(now metaroce.Time, i int, m *dpdk.Mbuf, count bool) {
 		s.c.ARPLearned++
 	}
 	s.c.RxDelivered++
-	s.tr.Receive(now, f.Payload, metaroce.RxMeta{Peer: peer, Plane: metaroce.PlaneID(i), CE: f.CE})
+	if f.CE {
+		s.c.RxCE++
+	}
+	s.tr.Receive(now, f.Payload, verbs.RxMeta{Peer: peer, Plane: verbs.PlaneID(i), CE: f.CE})
 }
 
 // onARP answers requests for our address (rewriting the request mbuf into
 // the reply, so it costs no allocation) and learns the sender's MAC when
 // it is a neighbour of ours.
-func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
+func (s *Shard) onARP(now verbs.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
 	a, d := ParseARP(frame)
 	if d != DropNone {
 		s.c.Drops[d]++
@@ -438,7 +491,7 @@ func (s *Shard) onARP(now metaroce.Time, i int, m *dpdk.Mbuf, frame []byte) bool
 // into mbufs until it has nothing more or a burst is full, and sends them.
 // While a port's queue refuses frames, nothing new is produced
 // (back-pressure instead of drops).
-func (s *Shard) transmit(now metaroce.Time) int {
+func (s *Shard) transmit(now verbs.Time) int {
 	for i := range s.pend {
 		s.flush(i)
 		if len(s.pend[i]) > cap(s.pend[i])-2*s.burst {
@@ -500,7 +553,7 @@ func (s *Shard) transmit(now metaroce.Time) int {
 // askARP sends a who-has for ip (the address of neighbour h: a peer or a
 // gateway) on port i, unless one went out less than arpRetry ago. It
 // takes an mbuf from the spares (the caller must not hold the last one).
-func (s *Shard) askARP(now metaroce.Time, i int, h metaroce.PeerHandle, ip IPv4) {
+func (s *Shard) askARP(now verbs.Time, i int, h verbs.PeerHandle, ip IPv4) {
 	pr := i*maxPeers + int(h)
 	if s.neigh.asked[pr] && now-s.neigh.lastARP[pr] < arpRetry {
 		return
@@ -529,10 +582,10 @@ func (s *Shard) askARP(now metaroce.Time, i int, h metaroce.PeerHandle, ip IPv4)
 // resolveNeighbours asks, on every port, for the MAC of every static
 // neighbour (or of the gateway that leads to it) not resolved yet, so
 // that the first packets to them are not dropped while ARP answers.
-func (s *Shard) resolveNeighbours(now metaroce.Time) {
+func (s *Shard) resolveNeighbours(now verbs.Time) {
 	for _, n := range s.e.cfg.Neighbours {
 		for i, p := range s.ports {
-			h := metaroce.PeerHandle(n.Peer)
+			h := verbs.PeerHandle(n.Peer)
 			ip, _, known, ok := s.neigh.addr(h, i)
 			if !ok {
 				continue

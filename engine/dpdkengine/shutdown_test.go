@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 const signalChildEnv = "MR_DPDKENGINE_SIGNAL_CHILD"
@@ -69,7 +69,7 @@ func signalChild(t *testing.T) {
 	sh, err := e.Run(ep)
 	require.NoError(t, err)
 	// Work in flight: a connection attempt to a peer that is not there.
-	require.NoError(t, sh.Do(func(now metaroce.Time) { _, err = ep.Connect(now, 5) }))
+	require.NoError(t, sh.Do(func(now verbs.Time) { _, err = ep.Connect(now, 5) }))
 	require.NoError(t, err)
 	runDir := filepath.Dir(dpdk.TelemetrySocket())
 	wait := e.OnSignal()

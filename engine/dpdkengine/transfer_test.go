@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/mempool"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // memifPair is two engines joined by memif pair k, each running a
@@ -71,6 +71,22 @@ func newMemifPairPaths(t *testing.T, k int, impair Impairment, mtu, paths int) *
 }
 
 func newMemifPairQ(t *testing.T, k int, impair Impairment, queues int, mtu, paths int) *memifPair {
+	p := newMemifEngines(t, k, impair, queues)
+	for i := 0; i < 2; i++ {
+		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: mtu,
+			Paths: paths, AcceptIncoming: i == 1, ConnectRetries: 1000})
+		require.NoError(t, err)
+		p.ep[i] = ep
+		sh, err := p.eng[i].Run(ep)
+		require.NoError(t, err)
+		p.sh[i] = sh
+	}
+	return p
+}
+
+// newMemifEngines starts the two engines of memif pair k with their links
+// up, and no shard.
+func newMemifEngines(t *testing.T, k int, impair Impairment, queues int) *memifPair {
 	p := &memifPair{t: t, queues: queues}
 	// Registered first, so it runs after the engines have stopped: a
 	// region must not be freed while a shard may still place into it.
@@ -98,15 +114,6 @@ func newMemifPairQ(t *testing.T, k int, impair Impairment, queues int, mtu, path
 	for i := 0; i < 2; i++ {
 		require.NoError(t, p.eng[i].WaitLink(10*time.Second))
 	}
-	for i := 0; i < 2; i++ {
-		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: mtu,
-			Paths: paths, AcceptIncoming: i == 1, ConnectRetries: 1000})
-		require.NoError(t, err)
-		p.ep[i] = ep
-		sh, err := p.eng[i].Run(ep)
-		require.NoError(t, err)
-		p.sh[i] = sh
-	}
 	return p
 }
 
@@ -119,11 +126,11 @@ func (p *memifPair) region(n int) []byte {
 }
 
 // await runs cond on shard i until it holds or the wall-clock limit passes.
-func (p *memifPair) await(i int, what string, limit time.Duration, cond func(now metaroce.Time) bool) {
+func (p *memifPair) await(i int, what string, limit time.Duration, cond func(now verbs.Time) bool) {
 	deadline := time.Now().Add(limit)
 	for {
 		ok := false
-		require.NoError(p.t, p.sh[i].Do(func(now metaroce.Time) { ok = cond(now) }))
+		require.NoError(p.t, p.sh[i].Do(func(now verbs.Time) { ok = cond(now) }))
 		if ok {
 			return
 		}
@@ -134,18 +141,18 @@ func (p *memifPair) await(i int, what string, limit time.Duration, cond func(now
 
 // connect opens a connection from A to B and waits until both ends have it.
 func (p *memifPair) connect() (ca, cb *metaroce.Conn) {
-	require.NoError(p.t, p.sh[0].Do(func(now metaroce.Time) {
+	require.NoError(p.t, p.sh[0].Do(func(now verbs.Time) {
 		var err error
 		ca, err = p.ep[0].Connect(now, 1)
 		require.NoError(p.t, err)
 	}))
-	p.await(1, "accept", 10*time.Second, func(metaroce.Time) bool {
+	p.await(1, "accept", 10*time.Second, func(verbs.Time) bool {
 		if c, ok := p.ep[1].Accept(); ok {
 			cb = c
 		}
 		return cb != nil
 	})
-	p.await(0, "established", 10*time.Second, func(metaroce.Time) bool { return ca.Established() })
+	p.await(0, "established", 10*time.Second, func(verbs.Time) bool { return ca.Established() })
 	return ca, cb
 }
 
@@ -183,60 +190,60 @@ func (p *memifPair) transfer(x xfer, seed uint64) xferResult {
 
 	var ca, cb *metaroce.Conn
 	var qa, qb *metaroce.QueuePair
-	var cqa, cqb *metaroce.CompletionQueue
-	var mSrcA, mDstA, mSrcB, mDstB *metaroce.MemoryRegion
-	require.NoError(t, p.sh[0].Do(func(now metaroce.Time) {
+	var cqa, cqb *verbs.CompletionQueue
+	var mSrcA, mDstA, mSrcB, mDstB *verbs.MemoryRegion
+	require.NoError(t, p.sh[0].Do(func(now verbs.Time) {
 		var err error
 		ca, err = p.ep[0].Connect(now, 1)
 		require.NoError(t, err)
 	}))
-	p.await(1, "accept", 10*time.Second, func(metaroce.Time) bool {
+	p.await(1, "accept", 10*time.Second, func(verbs.Time) bool {
 		if c, ok := p.ep[1].Accept(); ok {
 			cb = c
 		}
 		return cb != nil
 	})
-	p.await(0, "established", 10*time.Second, func(metaroce.Time) bool { return ca.Established() })
+	p.await(0, "established", 10*time.Second, func(verbs.Time) bool { return ca.Established() })
 
-	require.NoError(t, p.sh[1].Do(func(now metaroce.Time) {
+	require.NoError(t, p.sh[1].Do(func(now verbs.Time) {
 		pd := p.ep[1].AllocPD()
-		cqb = metaroce.NewCompletionQueue(64)
+		cqb = verbs.NewCompletionQueue(64)
 		var err error
-		qb, err = cb.CreateQP(1, metaroce.QPAttr{PD: pd, SendCQ: cqb, RecvCQ: cqb})
+		qb, err = cb.CreateQP(1, verbs.QPAttr{PD: pd, SendCQ: cqb, RecvCQ: cqb})
 		require.NoError(t, err)
-		mSrcB, err = pd.RegisterMR(srcB, metaroce.AccessRemoteRead)
+		mSrcB, err = pd.RegisterMR(srcB, verbs.AccessRemoteRead)
 		require.NoError(t, err)
-		mDstB, err = pd.RegisterMR(dstBll, metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+		mDstB, err = pd.RegisterMR(dstBll, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		require.NoError(t, err)
 		if x.sendMsgs > 0 {
 			per := x.sendN / x.sendMsgs
 			for i := 0; i < x.sendMsgs; i++ {
-				require.NoError(t, qb.PostRecv(now, metaroce.RecvWR{ID: uint64(i), Local: mDstB.SGE(guard+x.writeN+i*per, per)}))
+				require.NoError(t, qb.PostRecv(now, verbs.RecvWR{ID: uint64(i), Local: mDstB.SGE(guard+x.writeN+i*per, per)}))
 			}
 		}
 	}))
-	require.NoError(t, p.sh[0].Do(func(now metaroce.Time) {
+	require.NoError(t, p.sh[0].Do(func(now verbs.Time) {
 		pd := p.ep[0].AllocPD()
-		cqa = metaroce.NewCompletionQueue(64)
+		cqa = verbs.NewCompletionQueue(64)
 		var err error
-		qa, err = ca.CreateQP(1, metaroce.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
+		qa, err = ca.CreateQP(1, verbs.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
 		require.NoError(t, err)
 		mSrcA, err = pd.RegisterMR(srcA, 0)
 		require.NoError(t, err)
-		mDstA, err = pd.RegisterMR(dstAll, metaroce.AccessLocalWrite)
+		mDstA, err = pd.RegisterMR(dstAll, verbs.AccessLocalWrite)
 		require.NoError(t, err)
 		if x.writeN > 0 {
-			require.NoError(t, qa.PostSend(now, metaroce.SendWR{ID: 100, Opcode: metaroce.WRWrite, Local: mSrcA.SGE(0, x.writeN),
+			require.NoError(t, qa.PostSend(now, verbs.SendWR{ID: 100, Opcode: verbs.WRWrite, Local: mSrcA.SGE(0, x.writeN),
 				RemoteAddr: mDstB.Addr() + guard, RKey: mDstB.RKey()}))
 		}
 		if x.sendMsgs > 0 {
 			per := x.sendN / x.sendMsgs
 			for i := 0; i < x.sendMsgs; i++ {
-				require.NoError(t, qa.PostSend(now, metaroce.SendWR{ID: 200 + uint64(i), Opcode: metaroce.WRSend, Local: mSrcA.SGE(x.writeN+i*per, per)}))
+				require.NoError(t, qa.PostSend(now, verbs.SendWR{ID: 200 + uint64(i), Opcode: verbs.WRSend, Local: mSrcA.SGE(x.writeN+i*per, per)}))
 			}
 		}
 		if x.readN > 0 {
-			require.NoError(t, qa.PostSend(now, metaroce.SendWR{ID: 300, Opcode: metaroce.WRRead, Local: mDstA.SGE(guard, x.readN),
+			require.NoError(t, qa.PostSend(now, verbs.SendWR{ID: 300, Opcode: verbs.WRRead, Local: mDstA.SGE(guard, x.readN),
 				RemoteAddr: mSrcB.Addr(), RKey: mSrcB.RKey()}))
 		}
 	}))
@@ -247,24 +254,24 @@ func (p *memifPair) transfer(x xfer, seed uint64) xferResult {
 	if x.readN > 0 {
 		wantA++
 	}
-	var wcs [16]metaroce.WorkCompletion
+	var wcs [16]verbs.WorkCompletion
 	seen := map[uint64]bool{}
 	gotA, gotB := 0, 0
-	p.await(0, "sender completions", 60*time.Second, func(metaroce.Time) bool {
+	p.await(0, "sender completions", 60*time.Second, func(verbs.Time) bool {
 		n := cqa.Poll(wcs[:])
 		for _, wc := range wcs[:n] {
-			require.Equal(t, metaroce.StatusSuccess, wc.Status, "wr %d", wc.WRID)
+			require.Equal(t, verbs.StatusSuccess, wc.Status, "wr %d", wc.WRID)
 			require.False(t, seen[wc.WRID], "wr %d completed twice", wc.WRID)
 			seen[wc.WRID] = true
 		}
 		gotA += n
 		return gotA == wantA
 	})
-	p.await(1, "receiver completions", 10*time.Second, func(metaroce.Time) bool {
+	p.await(1, "receiver completions", 10*time.Second, func(verbs.Time) bool {
 		n := cqb.Poll(wcs[:])
 		for _, wc := range wcs[:n] {
-			require.Equal(t, metaroce.StatusSuccess, wc.Status, "recv %d", wc.WRID)
-			require.Equal(t, metaroce.WCRecv, wc.Opcode)
+			require.Equal(t, verbs.StatusSuccess, wc.Status, "recv %d", wc.WRID)
+			require.Equal(t, verbs.WCRecv, wc.Opcode)
 			require.Equal(t, uint64(gotB), wc.WRID, "receives complete in order")
 			gotB++
 		}
@@ -277,16 +284,16 @@ func (p *memifPair) transfer(x xfer, seed uint64) xferResult {
 	checkGuard(t, dstAll, "A's READ destination")
 	checkGuard(t, dstBll, "B's WRITE/SEND destination")
 	time.Sleep(5 * time.Millisecond)
-	require.NoError(t, p.sh[0].Do(func(metaroce.Time) { require.Zero(t, cqa.Len(), "extra completions at A") }))
-	require.NoError(t, p.sh[1].Do(func(metaroce.Time) { require.Zero(t, cqb.Len(), "extra completions at B") }))
+	require.NoError(t, p.sh[0].Do(func(verbs.Time) { require.Zero(t, cqa.Len(), "extra completions at A") }))
+	require.NoError(t, p.sh[1].Do(func(verbs.Time) { require.Zero(t, cqb.Len(), "extra completions at B") }))
 	// The core places a payload again when a packet it already had comes
 	// back on another path (a resend after a lost ACK, or after a
 	// spurious timeout when the machine stalls a shard longer than the
 	// RTO); that rewrites the same bytes. So: every byte placed at least
 	// once, the bytes right (above), and the duplicates logged.
 	var placedA, placedB uint64
-	require.NoError(t, p.sh[1].Do(func(metaroce.Time) { placedB = cb.Counters().PayloadPlaced }))
-	require.NoError(t, p.sh[0].Do(func(metaroce.Time) { placedA = ca.Counters().PayloadPlaced }))
+	require.NoError(t, p.sh[1].Do(func(verbs.Time) { placedB = cb.Counters().PayloadPlaced }))
+	require.NoError(t, p.sh[0].Do(func(verbs.Time) { placedA = ca.Counters().PayloadPlaced }))
 	require.GreaterOrEqual(t, placedB, uint64(x.writeN+x.sendN), "B placed every byte")
 	require.GreaterOrEqual(t, placedA, uint64(x.readN), "A placed every byte")
 	t.Logf("payload bytes placed again (duplicates): A %d, B %d", placedA-uint64(x.readN), placedB-uint64(x.writeN+x.sendN))
@@ -334,7 +341,7 @@ func TestMemifTransferImpaired(t *testing.T) {
 		require.Equal(t, c.Drops[DropImpaired], c.Dropped(), "only the impairment drops: %v", c.DropMap())
 	}
 	var resent uint64
-	require.NoError(t, p.sh[0].Do(func(metaroce.Time) { resent = r.ca.Counters().Retransmits }))
+	require.NoError(t, p.sh[0].Do(func(verbs.Time) { resent = r.ca.Counters().Retransmits }))
 	t.Logf("A retransmitted %d packets", resent)
 	require.NotZero(t, resent)
 }

@@ -7,6 +7,7 @@ package mempair
 import (
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/metaroce"
@@ -16,16 +17,16 @@ import (
 // accepts connections) joined by one memlink.Link. Each endpoint's peer
 // handle for the other is the other's index.
 type Pair struct {
-	// T are the two transports the pair drives (any metaroce.Transport).
-	T [2]metaroce.Transport
+	// T are the two transports the pair drives (any verbs.Transport).
+	T [2]verbs.Transport
 	// EP are the same two endpoints when they are metaroce's (New); nil
 	// for pairs of other transports (NewTransports).
 	EP   [2]*metaroce.Endpoint
 	Link *memlink.Link
-	Now  metaroce.Time
+	Now  verbs.Time
 
 	// Tap, when set, sees every packet an endpoint sends, before the link.
-	Tap func(from int, pkt []byte, meta metaroce.TxMeta)
+	Tap func(from int, pkt []byte, meta verbs.TxMeta)
 
 	// RxTap, when set, sees every packet the link delivers, before the
 	// receiving endpoint does.
@@ -33,6 +34,7 @@ type Pair struct {
 
 	buf   []byte
 	steps uint64
+	ends  [2]End
 }
 
 // New builds a pair. B is made to accept incoming connections; Node and
@@ -59,9 +61,13 @@ func New(a, b metaroce.Config, link memlink.Config) (*Pair, error) {
 }
 
 // NewTransports joins any two transports (the RoCEv2 baseline, say).
-func NewTransports(a, b metaroce.Transport, link memlink.Config) *Pair {
+func NewTransports(a, b verbs.Transport, link memlink.Config) *Pair {
 	n := max(a.MaxPacketLen(), b.MaxPacketLen())
-	return &Pair{T: [2]metaroce.Transport{a, b}, Link: memlink.New(link), buf: make([]byte, n)}
+	p := &Pair{T: [2]verbs.Transport{a, b}, Link: memlink.New(link), buf: make([]byte, n)}
+	for i := range p.ends {
+		p.ends[i].p, p.ends[i].i = p, i
+	}
+	return p
 }
 
 // Steps is the number of events processed so far.
@@ -79,6 +85,7 @@ func (p *Pair) Flush() {
 			if p.Tap != nil {
 				p.Tap(i, pkt, meta)
 			}
+			p.ends[i].sent(p.Now, pkt, meta)
 			p.Link.Send(int64(p.Now), memlink.Side(i), pkt, memlink.PathKey{Entropy: uint16(meta.Entropy), Plane: uint8(meta.Plane)})
 		}
 	}
@@ -89,14 +96,14 @@ func (p *Pair) Flush() {
 // left to happen.
 func (p *Pair) Step() bool {
 	p.Flush()
-	next := metaroce.Never
+	next := verbs.Never
 	if at, ok := p.Link.NextDelivery(); ok {
-		next = metaroce.Time(at)
+		next = verbs.Time(at)
 	}
 	for _, e := range p.T {
 		next = min(next, e.NextDeadline())
 	}
-	if next == metaroce.Never {
+	if next == verbs.Never {
 		return false
 	}
 	p.steps++
@@ -114,7 +121,8 @@ func (p *Pair) deliver(to memlink.Side, pkt []byte, k memlink.PathKey) {
 	if p.RxTap != nil {
 		p.RxTap(int(to), pkt)
 	}
-	p.T[to].Receive(p.Now, pkt, metaroce.RxMeta{Peer: metaroce.PeerHandle(to.Other()), Plane: metaroce.PlaneID(k.Plane)})
+	p.ends[to].received(p.Now, pkt, k)
+	p.T[to].Receive(p.Now, pkt, verbs.RxMeta{Peer: verbs.PeerHandle(to.Other()), Plane: verbs.PlaneID(k.Plane)})
 }
 
 // ErrStalled means nothing was left to happen before the condition held.
@@ -122,7 +130,7 @@ var ErrStalled = errors.New("mempair: nothing left to happen")
 
 // RunUntil steps until cond holds, failing when the virtual clock passes
 // limit or nothing is left to happen.
-func (p *Pair) RunUntil(cond func() bool, limit metaroce.Time) error {
+func (p *Pair) RunUntil(cond func() bool, limit verbs.Time) error {
 	for !cond() {
 		if !p.Step() {
 			return fmt.Errorf("%w at t=%dns", ErrStalled, p.Now)
@@ -135,7 +143,7 @@ func (p *Pair) RunUntil(cond func() bool, limit metaroce.Time) error {
 }
 
 // Connect opens a connection from A to B and runs until both ends have it.
-func (p *Pair) Connect(limit metaroce.Time) (ca, cb *metaroce.Conn, err error) {
+func (p *Pair) Connect(limit verbs.Time) (ca, cb *metaroce.Conn, err error) {
 	ca, err = p.EP[0].Connect(p.Now, 1)
 	if err != nil {
 		return nil, nil, err

@@ -3,14 +3,14 @@ package mempair
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 func TestConnectAndDeterminism(t *testing.T) {
-	run := func() (uint64, metaroce.Time, memlink.Stats) {
+	run := func() (uint64, verbs.Time, memlink.Stats) {
 		p, err := New(metaroce.Config{}, metaroce.Config{}, memlink.Config{Seed: 5, Delay: 1000, Loss: 0.3})
 		require.NoError(t, err)
 		ca, cb, err := p.Connect(1e9)

@@ -1,8 +1,10 @@
 package udp
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/verbs"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -12,28 +14,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/engine"
 )
 
-// Capture, when set on a Backend, sees every packet sent and every packet
-// received (after the impairment stage, before the transport), with the
-// addresses, ports and ECN field it had on the wire. pkt is only valid
-// during the call. ts is nanoseconds since the Unix epoch.
-type Capture func(ts int64, p Packet)
-
-// Packet describes one datagram for a Capture.
-type Packet struct {
-	Sent             bool
-	SrcIP, DstIP     [4]byte
-	SrcPort, DstPort uint16
-	DSCP, ECN        uint8
-	Payload          []byte
-}
+var _ engine.Backend = (*Backend)(nil)
 
 // Backend runs one transport over UDP sockets. See the package comment.
 type Backend struct {
 	cfg   Config
-	t     mr.Transport
+	t     verbs.Transport
 	local [4]byte
 	rx    *net.UDPConn
 	rxRaw syscall.RawConn
@@ -42,19 +31,19 @@ type Backend struct {
 	peers  []unix.RawSockaddrInet4 // by PeerHandle
 	peerIP [][4]byte
 
-	tx      map[mr.Entropy]*sender
+	tx      map[verbs.Entropy]*sender
 	senders []*sender
 	touched []*sender
 
 	rv    *msgVec
 	tv    *msgVec // the burst being sent: packets and destinations
-	tmeta []mr.TxMeta
+	tmeta []verbs.TxMeta
 
 	rng     *rand.Rand
 	start   time.Time
 	epochNS int64
-	stats   Stats
-	capture Capture
+	stats   counters
+	capture engine.Capture
 
 	closed bool
 
@@ -96,7 +85,7 @@ func New(cfg Config) (*Backend, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, local: cfg.Addr.Addr().As4(), tx: map[mr.Entropy]*sender{},
+	b := &Backend{cfg: cfg, local: cfg.Addr.Addr().As4(), tx: map[verbs.Entropy]*sender{},
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0x7564702d6c6f7373)), start: time.Now()}
 	b.epochNS = b.start.UnixNano()
 	b.readFn, b.writeFn = b.doRead, b.doWrite
@@ -142,17 +131,20 @@ func setBuffer(fd, force, plain, n int) {
 }
 
 // Attach sets the transport the backend drives. It sizes the packet
-// buffers from t.MaxPacketLen, so call it once, before Step.
-func (b *Backend) Attach(t mr.Transport) {
+// buffers from t.MaxPacketLen, so call it once, before Step or Run. It
+// never fails (the error is engine.Backend's).
+func (b *Backend) Attach(t verbs.Transport) error {
 	b.t = t
 	n := t.MaxPacketLen()
 	b.rv = newMsgVec(b.cfg.Burst, n+1, true) // one spare byte tells a too-long datagram
 	b.tv = newMsgVec(b.cfg.Burst, n, false)
-	b.tmeta = make([]mr.TxMeta, b.cfg.Burst)
+	b.tmeta = make([]verbs.TxMeta, b.cfg.Burst)
+	return nil
 }
 
-// SetCapture installs (or, with nil, removes) the capture hook.
-func (b *Backend) SetCapture(c Capture) { b.capture = c }
+// SetCapture installs (or, with nil, removes) the capture hook. It never
+// fails.
+func (b *Backend) SetCapture(c engine.Capture) error { b.capture = c; return nil }
 
 // LocalAddr is the address packets are received on (with the port the
 // kernel chose when Config.Addr had port 0).
@@ -162,7 +154,7 @@ func (b *Backend) LocalAddr() netip.AddrPort {
 
 // AddPeer names a peer by its receive address and returns its handle
 // (handles are 0, 1, 2, ... in the order peers are added).
-func (b *Backend) AddPeer(addr netip.AddrPort) (mr.PeerHandle, error) {
+func (b *Backend) AddPeer(addr netip.AddrPort) (verbs.PeerHandle, error) {
 	if !addr.Addr().Is4() {
 		return 0, fmt.Errorf("udp: peer %v is not an IPv4 address", addr)
 	}
@@ -174,12 +166,12 @@ func (b *Backend) AddPeer(addr netip.AddrPort) (mr.PeerHandle, error) {
 	}
 	b.peers = append(b.peers, sockaddr4(ip, addr.Port()))
 	b.peerIP = append(b.peerIP, ip)
-	return mr.PeerHandle(len(b.peers) - 1), nil
+	return verbs.PeerHandle(len(b.peers) - 1), nil
 }
 
 // PeerIP is peer h's IPv4 address (the zero address for an unknown
 // handle); the RoCEv2 core takes it for its ICRC and CM path records.
-func (b *Backend) PeerIP(h mr.PeerHandle) [4]byte {
+func (b *Backend) PeerIP(h verbs.PeerHandle) [4]byte {
 	if int(h) < len(b.peerIP) {
 		return b.peerIP[h]
 	}
@@ -191,10 +183,38 @@ func (b *Backend) LocalIP() [4]byte { return b.local }
 
 // Now is the transport clock: nanoseconds since the backend was created,
 // from the monotonic clock.
-func (b *Backend) Now() mr.Time { return mr.Time(time.Since(b.start)) }
+func (b *Backend) Now() verbs.Time { return verbs.Time(time.Since(b.start)) }
 
-// Stats is the live counters.
-func (b *Backend) Stats() *Stats { return &b.stats }
+// Stats is a copy of the live counters; any goroutine may call it.
+func (b *Backend) Stats() engine.Stats { return b.stats.snapshot() }
+
+// Run is engine.Backend's loop on the calling goroutine: app.Step, then
+// one Step with Config.IdleWait as its wait, until app is done, fails or
+// ctx is cancelled. A Step that moved nothing waits for a packet (at most
+// IdleWait or until the transport's next deadline), so an idle Run sleeps
+// in the kernel instead of spinning.
+func (b *Backend) Run(ctx context.Context, app engine.App) error {
+	if b.t == nil {
+		return errors.New("udp: Run before Attach")
+	}
+	done := ctx.Done()
+	for {
+		if done != nil {
+			select {
+			case <-done:
+				return ctx.Err()
+			default:
+			}
+		}
+		fin, err := app.Step(b.Now())
+		if err != nil || fin {
+			return err
+		}
+		if _, err := b.Step(b.cfg.IdleWait); err != nil {
+			return err
+		}
+	}
+}
 
 // Step runs the transport for one round: due timers, up to Burst packets
 // sent, and up to Burst packets received. When nothing was sent or
@@ -228,6 +248,14 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 		return false, err
 	}
 	got, err = b.recv(true)
+	// Clear the deadline at once: left set, it would expire while the
+	// next Steps are busy sending, and every later non-blocking read
+	// would then fail at once with "deadline exceeded" (recv reads that
+	// as "nothing there"), so a sender that never goes idle again would
+	// stop reading its ACKs (issue 13).
+	if cerr := b.rx.SetReadDeadline(time.Time{}); cerr != nil && err == nil {
+		err = cerr
+	}
 	return got > 0, err
 }
 
@@ -292,10 +320,10 @@ func (b *Backend) recv(block bool) (int, error) {
 		}
 		pkt := v.bufs[i][:l]
 		if b.capture != nil {
-			b.capture(b.epochNS+int64(now), Packet{SrcIP: src, DstIP: b.local, SrcPort: sockaddrPort(&v.names[i]),
+			b.capture(b.epochNS+int64(now), engine.Packet{SrcIP: src, DstIP: b.local, SrcPort: sockaddrPort(&v.names[i]),
 				DstPort: b.port, DSCP: tos >> 2, ECN: tos & 3, Payload: pkt})
 		}
-		b.t.Receive(now, pkt, mr.RxMeta{Peer: mr.PeerHandle(peer), CE: isCE})
+		b.t.Receive(now, pkt, verbs.RxMeta{Peer: verbs.PeerHandle(peer), CE: isCE})
 	}
 	b.stats.RxPackets.Add(uint64(n))
 	b.stats.RxBytes.Add(bytes)
@@ -316,7 +344,7 @@ func (b *Backend) recv(block bool) (int, error) {
 
 // send takes up to Burst packets from the transport and sends them,
 // batched per source-port socket.
-func (b *Backend) send(now mr.Time) (int, error) {
+func (b *Backend) send(now verbs.Time) (int, error) {
 	v := b.tv
 	n := 0
 	for n < len(v.bufs) {
@@ -361,7 +389,7 @@ func (b *Backend) send(now mr.Time) (int, error) {
 				m := b.tmeta[k]
 				bytes += uint64(m.Len)
 				if b.capture != nil {
-					b.capture(b.epochNS+int64(now), Packet{Sent: true, SrcIP: b.local, DstIP: b.peerIP[m.Peer],
+					b.capture(b.epochNS+int64(now), engine.Packet{Sent: true, SrcIP: b.local, DstIP: b.peerIP[m.Peer],
 						SrcPort: s.port, DstPort: sockaddrPort(&b.peers[m.Peer]), DSCP: uint8(tos >> 2),
 						ECN: uint8(tos & 3), Payload: v.bufs[k][:m.Len]})
 				}
@@ -425,7 +453,7 @@ func (b *Backend) flush(s *sender, tos int) error {
 }
 
 // sender returns the socket for source port e, opening it on first use.
-func (b *Backend) sender(e mr.Entropy) (*sender, error) {
+func (b *Backend) sender(e verbs.Entropy) (*sender, error) {
 	if s, ok := b.tx[e]; ok {
 		return s, nil
 	}
@@ -456,7 +484,7 @@ func (b *Backend) sender(e mr.Entropy) (*sender, error) {
 
 // SourcePort is the UDP port packets of entropy e leave from (0 before
 // the first one is sent).
-func (b *Backend) SourcePort(e mr.Entropy) uint16 {
+func (b *Backend) SourcePort(e verbs.Entropy) uint16 {
 	if s, ok := b.tx[e]; ok {
 		return s.port
 	}

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/engine"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // loopbackPair picks two unused-looking loopback addresses (tests run in
@@ -96,9 +98,9 @@ func writeAndVerify(t *testing.T, p *pair, ea, eb *mr.Endpoint, n int) {
 		}
 		return cb != nil && ca.Established()
 	})
-	cq := mr.NewCompletionQueue(64)
+	cq := verbs.NewCompletionQueue(64)
 	pd := ea.AllocPD()
-	qa, err := ca.CreateQP(0, mr.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
+	qa, err := ca.CreateQP(0, verbs.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,27 +114,27 @@ func writeAndVerify(t *testing.T, p *pair, ea, eb *mr.Endpoint, n int) {
 		t.Fatal(err)
 	}
 	pdb := eb.AllocPD()
-	md, err := pdb.RegisterMR(dst, mr.AccessLocalWrite|mr.AccessRemoteWrite)
+	md, err := pdb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cqb := mr.NewCompletionQueue(64)
-	if _, err := cb.CreateQP(0, mr.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
+	cqb := verbs.NewCompletionQueue(64)
+	if _, err := cb.CreateQP(0, verbs.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
 		t.Fatal(err)
 	}
 	const msg = 64 << 10
 	for off := 0; off < n; off += msg {
-		if err := qa.PostSend(p.b[0].Now(), mr.SendWR{ID: uint64(off), Opcode: mr.WRWrite, Local: ms.SGE(off, msg),
+		if err := qa.PostSend(p.b[0].Now(), verbs.SendWR{ID: uint64(off), Opcode: verbs.WRWrite, Local: ms.SGE(off, msg),
 			RemoteAddr: md.Addr() + uint64(off), RKey: md.RKey()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wcs := make([]mr.WorkCompletion, 16)
+	wcs := make([]verbs.WorkCompletion, 16)
 	done := 0
 	p.run(t, 20*time.Second, func() bool {
 		k := cq.Poll(wcs)
 		for _, wc := range wcs[:k] {
-			if wc.Status != mr.StatusSuccess {
+			if wc.Status != verbs.StatusSuccess {
 				t.Fatalf("completion %+v", wc)
 			}
 		}
@@ -149,7 +151,7 @@ func TestMetaroceWriteOverLoopback(t *testing.T) {
 	ea, eb := metaroceEndpoints(t, p, 4)
 	var mu sync.Mutex
 	ports := map[uint16]bool{}
-	p.b[0].SetCapture(func(_ int64, pk Packet) {
+	p.b[0].SetCapture(func(_ int64, pk engine.Packet) {
 		mu.Lock()
 		ports[pk.SrcPort] = true
 		mu.Unlock()
@@ -163,14 +165,14 @@ func TestMetaroceWriteOverLoopback(t *testing.T) {
 	if len(ports) != 4 {
 		t.Fatalf("A sent from %d source ports %v, want 4", len(ports), ports)
 	}
-	for e := mr.Entropy(49152); e < 49156; e++ {
+	for e := verbs.Entropy(49152); e < 49156; e++ {
 		if sp := p.b[0].SourcePort(e); sp == 0 || !ports[sp] {
 			t.Errorf("entropy %d: source port %d not seen on the wire", e, sp)
 		}
 	}
 	st := p.b[1].Stats()
-	if st.RxPackets.Load() == 0 || st.RxUnknownPeer.Load() != 0 || st.RxTruncated.Load() != 0 {
-		t.Fatalf("B stats: rx %d unknown %d truncated %d", st.RxPackets.Load(), st.RxUnknownPeer.Load(), st.RxTruncated.Load())
+	if st.RxPackets == 0 || st.RxUnknownPeer != 0 || st.RxTruncated != 0 {
+		t.Fatalf("B stats: rx %d unknown %d truncated %d", st.RxPackets, st.RxUnknownPeer, st.RxTruncated)
 	}
 }
 
@@ -178,11 +180,11 @@ func TestInjectedLossIsRepaired(t *testing.T) {
 	p := newPair(t, Config{Loss: 0.02, Seed: 1}, Config{Loss: 0.02, Seed: 2})
 	ea, eb := metaroceEndpoints(t, p, 8)
 	writeAndVerify(t, p, ea, eb, 2<<20)
-	drops := p.b[0].Stats().RxInjectedDrops.Load() + p.b[1].Stats().RxInjectedDrops.Load()
+	drops := p.b[0].Stats().RxInjectedDrops + p.b[1].Stats().RxInjectedDrops
 	if drops == 0 {
 		t.Fatal("2% injected loss dropped nothing")
 	}
-	t.Logf("injected drops: %d of %d packets received", drops, p.b[0].Stats().RxPackets.Load()+p.b[1].Stats().RxPackets.Load())
+	t.Logf("injected drops: %d of %d packets received", drops, p.b[0].Stats().RxPackets+p.b[1].Stats().RxPackets)
 }
 
 // TestECNCongestionExperienced sends a CE-marked datagram from an
@@ -226,8 +228,8 @@ func TestECNCongestionExperienced(t *testing.T) {
 			t.Errorf("datagram %d: CE %v, want %v", i, rec.got[i].CE, want)
 		}
 	}
-	if b.Stats().RxCE.Load() != 1 {
-		t.Errorf("RxCE = %d, want 1", b.Stats().RxCE.Load())
+	if b.Stats().RxCE != 1 {
+		t.Errorf("RxCE = %d, want 1", b.Stats().RxCE)
 	}
 }
 
@@ -249,13 +251,13 @@ func TestUnknownPeerCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := time.Now().Add(5 * time.Second)
-	for b.Stats().RxUnknownPeer.Load() == 0 && time.Now().Before(end) {
+	for b.Stats().RxUnknownPeer == 0 && time.Now().Before(end) {
 		if _, err := b.Step(10 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if b.Stats().RxUnknownPeer.Load() != 1 || len(rec.got) != 0 {
-		t.Fatalf("unknown %d, delivered %d", b.Stats().RxUnknownPeer.Load(), len(rec.got))
+	if b.Stats().RxUnknownPeer != 1 || len(rec.got) != 0 {
+		t.Fatalf("unknown %d, delivered %d", b.Stats().RxUnknownPeer, len(rec.got))
 	}
 }
 
@@ -264,7 +266,7 @@ func TestRoCEv2OverLoopback(t *testing.T) {
 	mk := func(i int, accept bool) *rocev2.Endpoint {
 		b := p.b[i]
 		ep, err := rocev2.NewEndpoint(rocev2.Config{LocalIP: b.LocalIP(),
-			PeerIP: func(h mr.PeerHandle) rocev2.IPv4 { return b.PeerIP(h) }, MTU: 1024, AcceptIncoming: accept})
+			PeerIP: func(h verbs.PeerHandle) rocev2.IPv4 { return b.PeerIP(h) }, MTU: 1024, AcceptIncoming: accept})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,9 +285,9 @@ func TestRoCEv2OverLoopback(t *testing.T) {
 		}
 		return cb != nil && c.Established()
 	})
-	cq := rocev2.NewCompletionQueue(64)
+	cq := verbs.NewCompletionQueue(64)
 	pd := ea.AllocPD()
-	qp, err := c.CreateQP(rocev2.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
+	qp, err := c.CreateQP(verbs.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,22 +296,22 @@ func TestRoCEv2OverLoopback(t *testing.T) {
 	dst := make([]byte, n)
 	ms, _ := pd.RegisterMR(src, 0)
 	pdb := eb.AllocPD()
-	md, err := pdb.RegisterMR(dst, rocev2.AccessLocalWrite|rocev2.AccessRemoteWrite)
+	md, err := pdb.RegisterMR(dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cqb := rocev2.NewCompletionQueue(64)
-	if _, err := cb.CreateQP(rocev2.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
+	cqb := verbs.NewCompletionQueue(64)
+	if _, err := cb.CreateQP(verbs.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
 		t.Fatal(err)
 	}
-	if err := qp.PostSend(p.b[0].Now(), rocev2.SendWR{ID: 1, Opcode: mr.WRWrite, Local: ms.SGE(0, n),
-		RemoteAddr: md.Addr(), RKey: mr.RKey(md.RKey())}); err != nil {
+	if err := qp.PostSend(p.b[0].Now(), verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, n),
+		RemoteAddr: md.Addr(), RKey: verbs.RKey(md.RKey())}); err != nil {
 		t.Fatal(err)
 	}
-	wcs := make([]mr.WorkCompletion, 4)
+	wcs := make([]verbs.WorkCompletion, 4)
 	p.run(t, 20*time.Second, func() bool {
 		k := cq.Poll(wcs)
-		if k > 0 && wcs[0].Status != mr.StatusSuccess {
+		if k > 0 && wcs[0].Status != verbs.StatusSuccess {
 			t.Fatalf("completion %+v", wcs[0])
 		}
 		return k > 0
@@ -320,19 +322,20 @@ func TestRoCEv2OverLoopback(t *testing.T) {
 }
 
 // recorder is a transport that only records what arrives.
-type recorder struct{ got []mr.RxMeta }
+type recorder struct{ got []verbs.RxMeta }
 
-func (r *recorder) Receive(_ mr.Time, _ []byte, rx mr.RxMeta)    { r.got = append(r.got, rx) }
-func (r *recorder) NextPacket(mr.Time, []byte) (mr.TxMeta, bool) { return mr.TxMeta{}, false }
-func (r *recorder) NextDeadline() mr.Time                        { return mr.Never }
-func (r *recorder) OnTimer(mr.Time)                              {}
-func (r *recorder) MaxPacketLen() int                            { return 2048 }
+func (r *recorder) Receive(_ verbs.Time, _ []byte, rx verbs.RxMeta)    { r.got = append(r.got, rx) }
+func (r *recorder) NextPacket(verbs.Time, []byte) (verbs.TxMeta, bool) { return verbs.TxMeta{}, false }
+func (r *recorder) NextDeadline() verbs.Time                           { return verbs.Never }
+func (r *recorder) OnTimer(verbs.Time)                                 {}
+func (r *recorder) MaxPacketLen() int                                  { return 2048 }
 
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []Config{
 		{Addr: netip.MustParseAddrPort("[::1]:0")},
 		{Addr: netip.MustParseAddrPort("127.0.0.1:0"), Loss: 1.5},
 		{Addr: netip.MustParseAddrPort("127.0.0.1:0"), DSCP: 64},
+		{Addr: netip.MustParseAddrPort("127.0.0.1:0"), IdleWait: -time.Millisecond},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("%+v: no error", c)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // writeLoopback connects two metaroce endpoints (8 paths) over loopback
@@ -27,16 +28,16 @@ func writeLoopback(tb testing.TB) func(n int) {
 		return cb != nil && ca.Established()
 	})
 	const msg = 64 << 10
-	cq, cqb := mr.NewCompletionQueue(64), mr.NewCompletionQueue(64)
+	cq, cqb := verbs.NewCompletionQueue(64), verbs.NewCompletionQueue(64)
 	pd, pdb := ea.AllocPD(), eb.AllocPD()
-	qa, _ := ca.CreateQP(0, mr.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
-	if _, err := cb.CreateQP(0, mr.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
+	qa, _ := ca.CreateQP(0, verbs.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})
+	if _, err := cb.CreateQP(0, verbs.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb}); err != nil {
 		tb.Fatal(err)
 	}
 	ms, _ := pd.RegisterMR(make([]byte, msg), 0)
-	md, _ := pdb.RegisterMR(make([]byte, msg), mr.AccessLocalWrite|mr.AccessRemoteWrite)
-	wr := mr.SendWR{Opcode: mr.WRWrite, Local: ms.SGE(0, msg), RemoteAddr: md.Addr(), RKey: md.RKey()}
-	wcs := make([]mr.WorkCompletion, 16)
+	md, _ := pdb.RegisterMR(make([]byte, msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	wr := verbs.SendWR{Opcode: verbs.WRWrite, Local: ms.SGE(0, msg), RemoteAddr: md.Addr(), RKey: md.RKey()}
+	wcs := make([]verbs.WorkCompletion, 16)
 	outstanding := 0
 	return func(n int) {
 		for done := 0; done < n; {
@@ -53,7 +54,7 @@ func writeLoopback(tb testing.TB) func(n int) {
 			}
 			k := cq.Poll(wcs)
 			for _, wc := range wcs[:k] {
-				if wc.Status != mr.StatusSuccess {
+				if wc.Status != verbs.StatusSuccess {
 					tb.Fatal(wc.Status)
 				}
 			}

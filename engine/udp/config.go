@@ -3,6 +3,7 @@ package udp
 import (
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // Config configures a Backend. Zero values take the defaults named.
@@ -16,7 +17,7 @@ type Config struct {
 	// MaxSourcePorts bounds the send sockets (one per source port in
 	// use). A packet whose entropy would need one more is sent from the
 	// socket of the port numerically closest below modulo the bound, and
-	// counted in Stats.PortsShared. Default 256 (metaroce's MaxPaths).
+	// counted in SocketStats.PortsShared. Default 256 (metaroce's MaxPaths).
 	MaxSourcePorts int
 	// SocketBuffer is the SO_RCVBUF and SO_SNDBUF asked for, in bytes.
 	// As root the limit net.core.rmem_max is bypassed (SO_RCVBUFFORCE).
@@ -29,6 +30,11 @@ type Config struct {
 	Loss float64
 	// Seed seeds the impairment stage.
 	Seed uint64
+	// IdleWait is how long one Run iteration that moved nothing waits
+	// for a packet (never past the transport's next deadline): the most
+	// an idle Run delays an App.Step that waits on the wall clock.
+	// Default 1 ms.
+	IdleWait time.Duration
 }
 
 // withDefaults returns c with zero fields set.
@@ -41,6 +47,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SocketBuffer == 0 {
 		c.SocketBuffer = 4 << 20
+	}
+	if c.IdleWait == 0 {
+		c.IdleWait = time.Millisecond
 	}
 	return c
 }
@@ -60,6 +69,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("udp: Loss = %v, want 0..1", c.Loss)
 	case c.SocketBuffer < 0:
 		return fmt.Errorf("udp: SocketBuffer = %d, want >= 0", c.SocketBuffer)
+	case c.IdleWait < 0 || c.IdleWait > time.Second:
+		return fmt.Errorf("udp: IdleWait = %v, want 0..1s", c.IdleWait)
 	}
 	return nil
 }

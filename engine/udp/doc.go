@@ -1,5 +1,5 @@
 // Package udp is the UDP-socket backend: it drives one transport core
-// (metaroce.Transport: metaroce's or the RoCEv2 baseline's) over real
+// (verbs.Transport: metaroce or the RoCEv2 baseline) over real
 // kernel UDP sockets on any Linux machine, without hugepages or a NIC of
 // its own. It is this project's counterpart of Meta's libsoftmetaroce.
 //
@@ -16,7 +16,7 @@
 //     really leaves from its own port and ECMP hashes it as its own flow.
 //     The number of send sockets is bounded (Config.MaxSourcePorts); when
 //     the exact port is taken the socket gets a kernel-chosen port instead
-//     (still one port per path), and Stats.PortFallbacks counts that.
+//     (still one port per path), and SocketStats.PortFallbacks counts that.
 //     Packets go out with sendmmsg, batched per socket; the ECN field is
 //     set with IP_TOS (ECT(0) when TxMeta.ECT).
 //   - Peers are named by PeerHandle; AddPeer maps a handle to the peer's
@@ -29,7 +29,11 @@
 // packets at random before the core sees them, for demos and A/B benches
 // over a loopback that never loses anything itself.
 //
+// Backend is an engine.Backend: Run is the loop (App.Step, then one Step
+// per iteration) on the caller's goroutine; Step is the one round it is
+// made of, for callers that drive the backend themselves (tests, benches).
+//
 // Threading: a Backend and the transport it drives belong to one goroutine,
-// the one that calls Step (the transport's contract requires it). Only
-// Stats may be read from any goroutine.
+// the one that calls Step or Run (the transport's contract requires it).
+// Only Now, Stats and SocketStats may be called from any goroutine.
 package udp

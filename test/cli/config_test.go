@@ -33,6 +33,7 @@ func TestConfigErrors(t *testing.T) {
 	dpdkOld := write("dpdkold.yaml", "backend: dpdk\ndpdk:\n  eal_args: [-l, '1']\n")
 	dpdkLoss := write("dpdkloss.yaml", "backend: dpdk\ndpdk:\n  ports: [{name: net_memif0, ip: 10.0.0.1}]\n  impair: {loss: 1.5}\n")
 	notYAML := write("broken.yaml", "udp: [\n")
+	coreKey := write("corekey.yaml", "metaroce:\n  path_windwo: 8\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -46,6 +47,7 @@ func TestConfigErrors(t *testing.T) {
 		{"flag", []string{"bench", "--loss", "2"}, nil, []string{"udp.loss", "out of range", "loopback-udp.yaml"}},
 		{"set", []string{"bench", "--set", "bench.sweep.qps=0"}, nil, []string{"bench.sweep.qps", "loopback-udp.yaml"}},
 		{"unknown set", []string{"bench", "--set", "udp.nope=1"}, nil, []string{"unknown key udp.nope"}},
+		{"misspelled core key", []string{"bench", coreKey}, nil, []string{coreKey, "unknown key metaroce.path_windwo"}},
 		{"bad transport", []string{"perf", "send_bw", "--transport", "iwarp"}, nil, []string{"transport", `"iwarp"`}},
 		{"not yaml", []string{"bench", notYAML}, nil, []string{notYAML, "not a YAML profile"}},
 		{"missing file", []string{"bench", filepath.Join(dir, "nope.yaml")}, nil, []string{"nope.yaml"}},

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/engine/dpdkengine"
 	"github.com/metaroce/metaroce/mempool"
 	"github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/test/internal/testenv"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 const childEnv = "MR_KERNELFABRIC_PREFIX"
@@ -177,11 +177,11 @@ type fabric struct {
 	ca, cb *metaroce.Conn
 }
 
-func (f *fabric) await(i int, what string, limit time.Duration, cond func(now metaroce.Time) bool) {
+func (f *fabric) await(i int, what string, limit time.Duration, cond func(now verbs.Time) bool) {
 	deadline := time.Now().Add(limit)
 	for {
 		ok := false
-		require.NoError(f.t, f.h[i].sh.Do(func(now metaroce.Time) { ok = cond(now) }))
+		require.NoError(f.t, f.h[i].sh.Do(func(now verbs.Time) { ok = cond(now) }))
 		if ok {
 			return
 		}
@@ -191,31 +191,31 @@ func (f *fabric) await(i int, what string, limit time.Duration, cond func(now me
 }
 
 func (f *fabric) connect() {
-	require.NoError(f.t, f.h[0].sh.Do(func(now metaroce.Time) {
+	require.NoError(f.t, f.h[0].sh.Do(func(now verbs.Time) {
 		var err error
 		f.ca, err = f.h[0].ep.Connect(now, 1)
 		require.NoError(f.t, err)
 	}))
-	f.await(1, "accept", 20*time.Second, func(metaroce.Time) bool {
+	f.await(1, "accept", 20*time.Second, func(verbs.Time) bool {
 		if c, ok := f.h[1].ep.Accept(); ok {
 			f.cb = c
 		}
 		return f.cb != nil
 	})
-	f.await(0, "established", 20*time.Second, func(metaroce.Time) bool { return f.ca.Established() })
+	f.await(0, "established", 20*time.Second, func(verbs.Time) bool { return f.ca.Established() })
 }
 
 func (f *fabric) retransmits() (n uint64) {
-	require.NoError(f.t, f.h[0].sh.Do(func(metaroce.Time) { n = f.ca.Counters().Retransmits }))
+	require.NoError(f.t, f.h[0].sh.Do(func(verbs.Time) { n = f.ca.Counters().Retransmits }))
 	var m uint64
-	require.NoError(f.t, f.h[1].sh.Do(func(metaroce.Time) { m = f.cb.Counters().Retransmits }))
+	require.NoError(f.t, f.h[1].sh.Do(func(verbs.Time) { m = f.cb.Counters().Retransmits }))
 	return n + m
 }
 
 func (f *fabric) pathFailures() (n uint64) {
-	require.NoError(f.t, f.h[0].sh.Do(func(metaroce.Time) { n = f.ca.Counters().PathFailures }))
+	require.NoError(f.t, f.h[0].sh.Do(func(verbs.Time) { n = f.ca.Counters().PathFailures }))
 	var m uint64
-	require.NoError(f.t, f.h[1].sh.Do(func(metaroce.Time) { m = f.cb.Counters().PathFailures }))
+	require.NoError(f.t, f.h[1].sh.Do(func(verbs.Time) { m = f.cb.Counters().PathFailures }))
 	return n + m
 }
 
@@ -245,55 +245,55 @@ func (f *fabric) transfer(stream metaroce.StreamID, w, s, r int) {
 	}
 	const msgs = 4
 	var qa, qb *metaroce.QueuePair
-	cqa, cqb := metaroce.NewCompletionQueue(16), metaroce.NewCompletionQueue(16)
-	var mSrcB, mDstB *metaroce.MemoryRegion
+	cqa, cqb := verbs.NewCompletionQueue(16), verbs.NewCompletionQueue(16)
+	var mSrcB, mDstB *verbs.MemoryRegion
 	var placedA, placedB uint64
-	require.NoError(t, f.h[1].sh.Do(func(now metaroce.Time) {
+	require.NoError(t, f.h[1].sh.Do(func(now verbs.Time) {
 		placedB = f.cb.Counters().PayloadPlaced
 		pd := f.h[1].ep.AllocPD()
 		var err error
-		qb, err = f.cb.CreateQP(stream, metaroce.QPAttr{PD: pd, SendCQ: cqb, RecvCQ: cqb})
+		qb, err = f.cb.CreateQP(stream, verbs.QPAttr{PD: pd, SendCQ: cqb, RecvCQ: cqb})
 		require.NoError(t, err)
-		mSrcB, err = pd.RegisterMR(srcB, metaroce.AccessRemoteRead)
+		mSrcB, err = pd.RegisterMR(srcB, verbs.AccessRemoteRead)
 		require.NoError(t, err)
-		mDstB, err = pd.RegisterMR(dstB, metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+		mDstB, err = pd.RegisterMR(dstB, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		require.NoError(t, err)
 		for i := 0; i < msgs; i++ {
-			require.NoError(t, qb.PostRecv(now, metaroce.RecvWR{ID: uint64(i), Local: mDstB.SGE(w+i*s/msgs, s/msgs)}))
+			require.NoError(t, qb.PostRecv(now, verbs.RecvWR{ID: uint64(i), Local: mDstB.SGE(w+i*s/msgs, s/msgs)}))
 		}
 	}))
-	require.NoError(t, f.h[0].sh.Do(func(now metaroce.Time) {
+	require.NoError(t, f.h[0].sh.Do(func(now verbs.Time) {
 		placedA = f.ca.Counters().PayloadPlaced
 		pd := f.h[0].ep.AllocPD()
 		var err error
-		qa, err = f.ca.CreateQP(stream, metaroce.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
+		qa, err = f.ca.CreateQP(stream, verbs.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
 		require.NoError(t, err)
 		mSrcA, err := pd.RegisterMR(srcA, 0)
 		require.NoError(t, err)
-		mDstA, err := pd.RegisterMR(dstA, metaroce.AccessLocalWrite)
+		mDstA, err := pd.RegisterMR(dstA, verbs.AccessLocalWrite)
 		require.NoError(t, err)
-		require.NoError(t, qa.PostSend(now, metaroce.SendWR{ID: 1, Opcode: metaroce.WRWrite, Local: mSrcA.SGE(0, w),
+		require.NoError(t, qa.PostSend(now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: mSrcA.SGE(0, w),
 			RemoteAddr: mDstB.Addr(), RKey: mDstB.RKey()}))
 		for i := 0; i < msgs; i++ {
-			require.NoError(t, qa.PostSend(now, metaroce.SendWR{ID: 10 + uint64(i), Opcode: metaroce.WRSend, Local: mSrcA.SGE(w+i*s/msgs, s/msgs)}))
+			require.NoError(t, qa.PostSend(now, verbs.SendWR{ID: 10 + uint64(i), Opcode: verbs.WRSend, Local: mSrcA.SGE(w+i*s/msgs, s/msgs)}))
 		}
-		require.NoError(t, qa.PostSend(now, metaroce.SendWR{ID: 2, Opcode: metaroce.WRRead, Local: mDstA.SGE(0, r),
+		require.NoError(t, qa.PostSend(now, verbs.SendWR{ID: 2, Opcode: verbs.WRRead, Local: mDstA.SGE(0, r),
 			RemoteAddr: mSrcB.Addr(), RKey: mSrcB.RKey()}))
 	}))
-	var wcs [16]metaroce.WorkCompletion
+	var wcs [16]verbs.WorkCompletion
 	gotA, gotB := 0, 0
-	f.await(0, fmt.Sprintf("stream %d sender completions", stream), 60*time.Second, func(metaroce.Time) bool {
+	f.await(0, fmt.Sprintf("stream %d sender completions", stream), 60*time.Second, func(verbs.Time) bool {
 		n := cqa.Poll(wcs[:])
 		for _, wc := range wcs[:n] {
-			require.Equal(t, metaroce.StatusSuccess, wc.Status, "stream %d wr %d", stream, wc.WRID)
+			require.Equal(t, verbs.StatusSuccess, wc.Status, "stream %d wr %d", stream, wc.WRID)
 		}
 		gotA += n
 		return gotA == msgs+2
 	})
-	f.await(1, fmt.Sprintf("stream %d receiver completions", stream), 10*time.Second, func(metaroce.Time) bool {
+	f.await(1, fmt.Sprintf("stream %d receiver completions", stream), 10*time.Second, func(verbs.Time) bool {
 		n := cqb.Poll(wcs[:])
 		for _, wc := range wcs[:n] {
-			require.Equal(t, metaroce.StatusSuccess, wc.Status)
+			require.Equal(t, verbs.StatusSuccess, wc.Status)
 		}
 		gotB += n
 		return gotB == msgs
@@ -303,18 +303,18 @@ func (f *fabric) transfer(stream metaroce.StreamID, w, s, r int) {
 	// Each byte placed at least once; a payload that comes back on another
 	// path after a lost ACK is placed again (same bytes): logged.
 	var extraA, extraB uint64
-	require.NoError(t, f.h[1].sh.Do(func(metaroce.Time) {
+	require.NoError(t, f.h[1].sh.Do(func(verbs.Time) {
 		got := f.cb.Counters().PayloadPlaced - placedB
 		require.GreaterOrEqual(t, got, uint64(w+s), "B placed every byte")
 		extraB = got - uint64(w+s)
 	}))
-	require.NoError(t, f.h[0].sh.Do(func(metaroce.Time) {
+	require.NoError(t, f.h[0].sh.Do(func(verbs.Time) {
 		got := f.ca.Counters().PayloadPlaced - placedA
 		require.GreaterOrEqual(t, got, uint64(r), "A placed every byte")
 		extraA = got - uint64(r)
 	}))
 	time.Sleep(5 * time.Millisecond)
-	require.NoError(t, f.h[0].sh.Do(func(metaroce.Time) { require.Zero(t, cqa.Len(), "extra completions at A") }))
-	require.NoError(t, f.h[1].sh.Do(func(metaroce.Time) { require.Zero(t, cqb.Len(), "extra completions at B") }))
+	require.NoError(t, f.h[0].sh.Do(func(verbs.Time) { require.Zero(t, cqa.Len(), "extra completions at A") }))
+	require.NoError(t, f.h[1].sh.Do(func(verbs.Time) { require.Zero(t, cqb.Len(), "extra completions at B") }))
 	t.Logf("stream %d: %d+%d+%d bytes verified; payload bytes placed again (duplicates): A %d, B %d", stream, w, s, r, extraA, extraB)
 }

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/dpdkengine"
 	"github.com/metaroce/metaroce/mempool"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // benchMTU is the payload per packet: MR_BENCH_MTU or 1024 (the "1 KiB
@@ -36,9 +36,9 @@ type wbw struct {
 	sh     [2]*dpdkengine.Shard
 	ep     [2]*metaroce.Endpoint
 	qa     *metaroce.QueuePair
-	cqa    *metaroce.CompletionQueue
-	src    *metaroce.MemoryRegion
-	dst    *metaroce.MemoryRegion
+	cqa    *verbs.CompletionQueue
+	src    *verbs.MemoryRegion
+	dst    *verbs.MemoryRegion
 	ca, cb *metaroce.Conn
 	posted uint64
 	done   uint64
@@ -84,39 +84,39 @@ func setupWriteBW(b *testing.B) *wbw {
 	require.NoError(b, err)
 	dstR, err := mempool.NewRegion(writeSize * writeDepth)
 	require.NoError(b, err)
-	require.NoError(b, w.sh[0].Do(func(now metaroce.Time) {
+	require.NoError(b, w.sh[0].Do(func(now verbs.Time) {
 		w.ca, err = w.ep[0].Connect(now, 1)
 	}))
 	require.NoError(b, err)
 	for deadline := time.Now().Add(10 * time.Second); w.cb == nil; time.Sleep(time.Millisecond) {
 		require.True(b, time.Now().Before(deadline), "no connection")
-		require.NoError(b, w.sh[1].Do(func(metaroce.Time) {
+		require.NoError(b, w.sh[1].Do(func(verbs.Time) {
 			if c, ok := w.ep[1].Accept(); ok {
 				w.cb = c
 			}
 		}))
 	}
-	require.NoError(b, w.sh[1].Do(func(metaroce.Time) {
+	require.NoError(b, w.sh[1].Do(func(verbs.Time) {
 		pd := w.ep[1].AllocPD()
-		cq := metaroce.NewCompletionQueue(16)
-		if _, err = w.cb.CreateQP(1, metaroce.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq}); err != nil {
+		cq := verbs.NewCompletionQueue(16)
+		if _, err = w.cb.CreateQP(1, verbs.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq}); err != nil {
 			return
 		}
-		w.dst, err = pd.RegisterMR(dstR.Bytes(), metaroce.AccessLocalWrite|metaroce.AccessRemoteWrite)
+		w.dst, err = pd.RegisterMR(dstR.Bytes(), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	}))
 	require.NoError(b, err)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		est := false
-		require.NoError(b, w.sh[0].Do(func(metaroce.Time) { est = w.ca.Established() }))
+		require.NoError(b, w.sh[0].Do(func(verbs.Time) { est = w.ca.Established() }))
 		if est {
 			break
 		}
 		require.True(b, time.Now().Before(deadline), "not established")
 	}
-	require.NoError(b, w.sh[0].Do(func(metaroce.Time) {
+	require.NoError(b, w.sh[0].Do(func(verbs.Time) {
 		pd := w.ep[0].AllocPD()
-		w.cqa = metaroce.NewCompletionQueue(writeDepth)
-		w.qa, err = w.ca.CreateQP(1, metaroce.QPAttr{PD: pd, SendCQ: w.cqa, RecvCQ: w.cqa})
+		w.cqa = verbs.NewCompletionQueue(writeDepth)
+		w.qa, err = w.ca.CreateQP(1, verbs.QPAttr{PD: pd, SendCQ: w.cqa, RecvCQ: w.cqa})
 		if err == nil {
 			w.src, err = pd.RegisterMR(srcR.Bytes(), 0)
 		}
@@ -132,19 +132,19 @@ func setupWriteBW(b *testing.B) *wbw {
 func (w *wbw) write(b *testing.B, n uint64) time.Duration {
 	start := time.Now()
 	target := w.done + n
-	var wcs [writeDepth]metaroce.WorkCompletion
+	var wcs [writeDepth]verbs.WorkCompletion
 	for w.done < target {
-		require.NoError(b, w.sh[0].Do(func(now metaroce.Time) {
+		require.NoError(b, w.sh[0].Do(func(now verbs.Time) {
 			k := w.cqa.Poll(wcs[:])
 			for _, wc := range wcs[:k] {
-				if wc.Status != metaroce.StatusSuccess {
+				if wc.Status != verbs.StatusSuccess {
 					b.Errorf("WRITE %d: %v", wc.WRID, wc.Status)
 				}
 			}
 			w.done += uint64(k)
 			for w.posted-w.done < writeDepth && w.posted < target {
 				slot := int(w.posted % writeDepth)
-				if err := w.qa.PostSend(now, metaroce.SendWR{ID: w.posted, Opcode: metaroce.WRWrite,
+				if err := w.qa.PostSend(now, verbs.SendWR{ID: w.posted, Opcode: verbs.WRWrite,
 					Local: w.src.SGE(slot*writeSize, writeSize), RemoteAddr: w.dst.Addr() + uint64(slot*writeSize), RKey: w.dst.RKey()}); err != nil {
 					b.Errorf("post: %v", err)
 					return

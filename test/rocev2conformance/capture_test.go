@@ -6,13 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
 	"github.com/metaroce/metaroce/engine/pcap"
-	"github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRNRNakConformance checks the one packet kind the simulator's capture
@@ -41,9 +40,9 @@ func TestRNRNakConformance(t *testing.T) {
 
 // frame is one packet as a sender emitted it.
 type frame struct {
-	ts      metaroce.Time
+	ts      verbs.Time
 	from    int
-	meta    metaroce.TxMeta
+	meta    verbs.TxMeta
 	payload []byte
 }
 
@@ -61,7 +60,7 @@ func rnrExchange(t *testing.T) []frame {
 
 	p := mempair.NewTransports(ea, eb, memlink.Config{Seed: 1, Delay: 2000, RateBps: 100e9})
 	var frames []frame
-	p.Tap = func(from int, pkt []byte, m metaroce.TxMeta) {
+	p.Tap = func(from int, pkt []byte, m verbs.TxMeta) {
 		frames = append(frames, frame{ts: p.Now, from: from, meta: m, payload: append([]byte(nil), pkt...)})
 	}
 
@@ -75,10 +74,10 @@ func rnrExchange(t *testing.T) []frame {
 		return cb != nil && ca.Established() && cb.Established()
 	}, 1e9))
 	pa, pb := ea.AllocPD(), eb.AllocPD()
-	cqa, cqb := rocev2.NewCompletionQueue(16), rocev2.NewCompletionQueue(16)
-	qa, err := ca.CreateQP(rocev2.QPAttr{PD: pa, SendCQ: cqa})
+	cqa, cqb := verbs.NewCompletionQueue(16), verbs.NewCompletionQueue(16)
+	qa, err := ca.CreateQP(verbs.QPAttr{PD: pa, SendCQ: cqa})
 	require.NoError(t, err)
-	qb, err := cb.CreateQP(rocev2.QPAttr{PD: pb, RecvCQ: cqb})
+	qb, err := cb.CreateQP(verbs.QPAttr{PD: pb, RecvCQ: cqb})
 	require.NoError(t, err)
 	src := make([]byte, 4096)
 	for i := range src {
@@ -86,19 +85,19 @@ func rnrExchange(t *testing.T) []frame {
 	}
 	ms, err := pa.RegisterMR(src, 0)
 	require.NoError(t, err)
-	dst, err := pb.RegisterMR(make([]byte, 4096), rocev2.AccessLocalWrite)
+	dst, err := pb.RegisterMR(make([]byte, 4096), verbs.AccessLocalWrite)
 	require.NoError(t, err)
 
 	// A SEND before its receive: RNR NAK, then the retry once the
 	// receive is there.
-	require.NoError(t, qa.PostSend(p.Now, rocev2.SendWR{ID: 1, Opcode: rocev2.WRSendImm, Local: ms.SGE(0, 2100), Imm: 0xABCD}))
+	require.NoError(t, qa.PostSend(p.Now, verbs.SendWR{ID: 1, Opcode: verbs.WRSendImm, Local: ms.SGE(0, 2100), Imm: 0xABCD}))
 	require.NoError(t, p.RunUntil(func() bool { return ca.Counters().RNRNaksReceived > 0 }, p.Now+1e9))
-	require.NoError(t, qb.PostRecv(p.Now, rocev2.RecvWR{ID: 1, Local: dst.SGE(0, 4096)}))
-	var wc [4]rocev2.WorkCompletion
+	require.NoError(t, qb.PostRecv(p.Now, verbs.RecvWR{ID: 1, Local: dst.SGE(0, 4096)}))
+	var wc [4]verbs.WorkCompletion
 	require.NoError(t, p.RunUntil(func() bool {
 		k := cqa.Poll(wc[:])
 		for _, w := range wc[:k] {
-			require.Equal(t, rocev2.StatusSuccess, w.Status, "%+v", w)
+			require.Equal(t, verbs.StatusSuccess, w.Status, "%+v", w)
 		}
 		cqb.Poll(wc[:])
 		return k > 0

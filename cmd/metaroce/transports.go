@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/metaroce/metaroce/engine"
+	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/metrics"
+	"github.com/metaroce/metaroce/profile"
+	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/verbs"
+)
+
+// transportKind is what the CLI needs to know about one transport beyond
+// the verbs interfaces: how to build its device from a profile, its UDP
+// ports, and how to read its counters for the metrics endpoint. This map is
+// the only place in the CLI's node and metrics code that names a
+// transport; everything else runs a verbs.Device.
+type transportKind struct {
+	// newDevice builds the transport on backend be. paths overrides the
+	// profile's metaroce.paths when not 0 (transports without paths ignore
+	// it); depth is the most work requests a queue pair holds.
+	newDevice func(cfg profile.Config, be engine.Backend, server bool, id mr.NodeID, paths, depth int) (verbs.Device, error)
+	// port is the UDP port the transport listens on, from the profile.
+	port func(cfg profile.Config) int
+	// udpPort is the UDP port when the profile leaves dpdk.udp_port at 0.
+	udpPort uint16
+	// snapshot copies the counters of a node's sessions.
+	snapshot func(ss []verbs.Session) []metrics.Conn
+	// mtu is the payload MTU the profile gives the transport (for reports).
+	mtu func(cfg profile.Config) int
+	// onePath: a queue pair keeps one UDP source port (one ECMP path), so
+	// reports show 1 path whatever was asked.
+	onePath bool
+}
+
+var transportKinds = map[profile.Transport]transportKind{
+	profile.TransportMetaroce: {
+		newDevice: func(cfg profile.Config, be engine.Backend, server bool, id mr.NodeID, paths, depth int) (verbs.Device, error) {
+			if paths == 0 {
+				paths = cfg.Metaroce.Paths
+			}
+			mc := cfg.Metaroce.Core()
+			mc.Node, mc.Incarnation = id, mr.Incarnation(time.Now().UnixNano()&0x7fffffff|1)
+			mc.Paths, mc.AcceptIncoming = paths, server
+			mc.SendQueueDepth, mc.RecvQueueDepth = max(4096, depth), max(4096, depth)
+			ep, err := mr.NewEndpoint(mc)
+			if err != nil {
+				return nil, err
+			}
+			return ep.Device(), nil
+		},
+		port:     func(cfg profile.Config) int { return cfg.UDP.Port },
+		udpPort:  mr.DefaultUDPPort,
+		snapshot: metaroceSnapshot,
+		mtu:      func(cfg profile.Config) int { return cfg.Metaroce.MTU },
+	},
+	profile.TransportRoCEv2: {
+		newDevice: func(cfg profile.Config, be engine.Backend, server bool, _ mr.NodeID, _, depth int) (verbs.Device, error) {
+			c := cfg.RoCEv2.Core()
+			c.LocalIP, c.PeerIP = be.LocalIP(), func(h verbs.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) }
+			c.AcceptIncoming = server
+			c.SendQueueDepth, c.RecvQueueDepth = max(4096, depth), max(4096, depth)
+			ep, err := rocev2.NewEndpoint(c)
+			if err != nil {
+				return nil, err
+			}
+			return ep.Device(), nil
+		},
+		port:     func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
+		udpPort:  rocev2.UDPPort,
+		snapshot: rocev2Snapshot,
+		mtu:      func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
+		onePath:  true,
+	},
+}
+
+// kindOf returns the transport t, or an error naming it.
+func kindOf(t profile.Transport) (transportKind, error) {
+	k, ok := transportKinds[t]
+	if !ok {
+		return transportKind{}, fmt.Errorf("transport %q", t)
+	}
+	return k, nil
+}
+
+func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
+	var out []metrics.Conn
+	for _, s := range ss {
+		m := s.(mr.Session).C
+		c := m.Counters()
+		mc := metrics.Conn{ID: strconv.Itoa(int(m.LocalID())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
+			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
+			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
+			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
+			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
+		for i := 0; i < m.NumPaths() && i < metrics.MaxPaths; i++ {
+			p := verbs.PathID(i)
+			pc := m.PathCounters(p)
+			mc.Paths = append(mc.Paths, metrics.Path{TxPackets: pc.TxPackets, TxBytes: pc.TxBytes,
+				RxPackets: pc.RxPackets, RetransmitSACK: pc.RetransmitSACK, RetransmitTimeout: pc.RetransmitTimeout,
+				CEReceived: pc.CEReceived, Failures: pc.Failures, SRTT: m.PathSRTT(p),
+				Failed: m.PathFailed(p), Window: m.PathWindow(p),
+				Restores: pc.Restores, Rerolls: pc.Rerolls})
+		}
+		out = append(out, mc)
+	}
+	return out
+}
+
+func rocev2Snapshot(ss []verbs.Session) []metrics.Conn {
+	var out []metrics.Conn
+	for _, s := range ss {
+		for _, rc := range s.(*rocev2.Session).Conns {
+			if len(out) >= metrics.MaxConns {
+				return out
+			}
+			c := rc.Counters()
+			out = append(out, metrics.Conn{ID: strconv.Itoa(int(rc.QPN())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
+				RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
+				Timeouts: c.Timeouts, Retries: c.Retries})
+		}
+	}
+	return out
+}

@@ -1,0 +1,32 @@
+package engine
+
+// Stats counts what a backend did, in the same terms for every backend.
+// A counter a backend cannot observe stays 0 (the kernel's socket-buffer
+// drops exist only for udp, say); the implementation says which.
+type Stats struct {
+	// TxPackets and TxBytes: packets the medium accepted and their bytes
+	// as the medium counts them (udp and mempair: the transport's packet,
+	// the UDP payload; dpdk: whole Ethernet frames, ARP included).
+	TxPackets, TxBytes uint64
+	// TxErrors: packets the transport produced that could not be sent
+	// (the kernel refused them; no neighbour MAC yet). Not resent by the
+	// backend: the transport's own recovery resends them.
+	TxErrors uint64
+	// RxPackets and RxBytes: packets taken from the medium and their
+	// bytes, counted as TxBytes is.
+	RxPackets, RxBytes uint64
+	// RxCE: arrivals whose IP header carried ECN Congestion Experienced.
+	RxCE uint64
+	// RxInjectedDrops: arrivals the impairment stage dropped.
+	RxInjectedDrops uint64
+	// RxUnknownPeer: arrivals from an address no peer has.
+	RxUnknownPeer uint64
+	// RxTruncated: datagrams longer than the transport's MaxPacketLen.
+	RxTruncated uint64
+	// RxKernelDrops: datagrams the kernel dropped for a full socket
+	// buffer, as last reported.
+	RxKernelDrops uint64
+	// RxOtherDrops: arrivals dropped for any other reason (not IPv4, not
+	// addressed to us, a bad checksum).
+	RxOtherDrops uint64
+}

@@ -1,0 +1,304 @@
+package verbs
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/metaroce/metaroce/internal/queue"
+)
+
+// Access is the set of operations a memory region permits.
+type Access uint8
+
+const (
+	AccessLocalWrite  Access = 1 << 0 // receives and READ responses may land here
+	AccessRemoteWrite Access = 1 << 1 // the peer may WRITE here (needs AccessLocalWrite, as in verbs)
+	AccessRemoteRead  Access = 1 << 2 // the peer may READ from here
+)
+
+// LKey names a region for local use in scatter/gather entries.
+type LKey uint32
+
+// RKey names a region for the peer's WRITE and READ requests.
+type RKey uint32
+
+// SGE is a scatter/gather entry (ibv_sge): one contiguous local buffer.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   LKey
+}
+
+// Keys are index<<16 | tag: the index finds the region in the table, the
+// tag changes every time a slot is reused. Slots are reused first in,
+// first out and tags run 1..65535 (0 is skipped, so key 0 is never
+// valid): a key of a deregistered region matches again only after every
+// slot has been reused 65535 times. (An 8-bit tag with last-in, first-out
+// reuse made a dead rkey valid again after 256 register/deregister cycles
+// of one region.)
+const (
+	keyTagBits = 16
+	keyTagMask = 1<<keyTagBits - 1
+	maxRegions = 1<<(32-keyTagBits) - 1
+)
+
+// regionAddrShift spaces synthetic region addresses: the region in slot i
+// starts at (i+1)<<40, so every region registered without an address has a
+// distinct, deterministic range of up to 1 TiB (like zero-based verbs MRs
+// with a per-region base).
+const regionAddrShift = 40
+
+// MaxRegionLen is the largest region that can be registered.
+const MaxRegionLen = 1 << regionAddrShift
+
+// Errors of the memory API.
+var (
+	ErrRegionInvalid = errors.New("verbs: memory region is not registered")
+	ErrBadAccess     = errors.New("verbs: invalid access flags")
+	ErrBadSGE        = errors.New("verbs: scatter/gather entry outside its region or wrong key")
+	ErrTooManyMRs    = errors.New("verbs: too many memory regions")
+	ErrBadAddr       = errors.New("verbs: region address range wraps around")
+)
+
+// RegionTable is a device's memory regions, found by key, and the
+// protection domains they belong to: the one table both transport cores
+// embed (by value; the zero value is empty and ready).
+type RegionTable struct {
+	slots  []regionSlot
+	free   queue.Ring[uint32] // unused slots, oldest first
+	nextPD uint32
+}
+
+type regionSlot struct {
+	mr  *MemoryRegion
+	tag uint16
+}
+
+// ProtectionDomain groups memory regions and queue pairs (ibv_pd): a key is
+// honoured only on a queue pair of the same domain.
+type ProtectionDomain struct {
+	t  *RegionTable
+	id uint32
+}
+
+// AllocPD returns a new protection domain of the table (ibv_alloc_pd).
+func (t *RegionTable) AllocPD() *ProtectionDomain {
+	t.nextPD++
+	return &ProtectionDomain{t: t, id: t.nextPD}
+}
+
+// MemoryRegion is registered memory (ibv_mr). The bytes belong to the
+// application; the transport reads and writes them during I/O on the
+// device's goroutine only, and only within the access flags.
+type MemoryRegion struct {
+	pd     *ProtectionDomain
+	buf    []byte
+	addr   uint64
+	access Access
+	key    uint32
+	valid  bool
+}
+
+// Addr is the region's base address, as a peer names it in WRITE and READ
+// and as local scatter/gather entries name it.
+func (m *MemoryRegion) Addr() uint64 { return m.addr }
+
+// Len is the region's length in bytes.
+func (m *MemoryRegion) Len() int { return len(m.buf) }
+
+// LKey is the key for local scatter/gather entries.
+func (m *MemoryRegion) LKey() LKey { return LKey(m.key) }
+
+// RKey is the key the peer uses to WRITE or READ this region.
+func (m *MemoryRegion) RKey() RKey { return RKey(m.key) }
+
+// Bytes returns the registered memory itself.
+func (m *MemoryRegion) Bytes() []byte { return m.buf }
+
+// PD is the region's protection domain.
+func (m *MemoryRegion) PD() *ProtectionDomain { return m.pd }
+
+// Live reports whether the region is still registered. Transport cores
+// check it before every access to bytes of a region they resolved
+// earlier (see Deregister).
+func (m *MemoryRegion) Live() bool { return m.valid }
+
+// SGE returns a scatter/gather entry covering [off, off+n) of the region.
+func (m *MemoryRegion) SGE(off, n int) SGE {
+	return SGE{Addr: m.addr + uint64(off), Length: uint32(n), LKey: m.LKey()}
+}
+
+// RegisterMR registers buf with the given access (ibv_reg_mr) at a
+// synthetic address chosen by the table (see regionAddrShift). buf must
+// stay valid and must not be resized until Deregister returns.
+func (pd *ProtectionDomain) RegisterMR(buf []byte, access Access) (*MemoryRegion, error) {
+	return pd.register(buf, 0, false, access)
+}
+
+// RegisterMRAt registers buf at the caller's address addr (ibv_reg_mr with
+// the application's own virtual address, or ibv_reg_mr_iova): scatter/
+// gather entries and peers' WRITEs and READs then name the bytes by addr
+// .. addr+len(buf)-1. Regions registered at addresses may overlap each
+// other (verbs allows registering one buffer twice); a key always names
+// exactly one region.
+func (pd *ProtectionDomain) RegisterMRAt(buf []byte, addr uint64, access Access) (*MemoryRegion, error) {
+	if addr+uint64(len(buf)) < addr {
+		return nil, ErrBadAddr
+	}
+	return pd.register(buf, addr, true, access)
+}
+
+func (pd *ProtectionDomain) register(buf []byte, addr uint64, at bool, access Access) (*MemoryRegion, error) {
+	if access&^(AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead) != 0 {
+		return nil, ErrBadAccess
+	}
+	if access&AccessRemoteWrite != 0 && access&AccessLocalWrite == 0 {
+		return nil, fmt.Errorf("%w: remote write requires local write", ErrBadAccess)
+	}
+	if len(buf) == 0 || len(buf) > MaxRegionLen {
+		return nil, fmt.Errorf("verbs: region length %d outside 1..%d", len(buf), MaxRegionLen)
+	}
+	t := pd.t
+	var idx uint32
+	if t.free.Len() > 0 {
+		idx = t.free.Pop()
+	} else {
+		if len(t.slots) >= maxRegions {
+			return nil, ErrTooManyMRs
+		}
+		idx = uint32(len(t.slots))
+		t.slots = append(t.slots, regionSlot{})
+	}
+	s := &t.slots[idx]
+	s.tag++
+	if s.tag == 0 {
+		s.tag = 1
+	}
+	if !at {
+		addr = uint64(idx+1) << regionAddrShift
+	}
+	m := &MemoryRegion{pd: pd, buf: buf, addr: addr, access: access,
+		key: idx<<keyTagBits | uint32(s.tag), valid: true}
+	s.mr = m
+	return m, nil
+}
+
+// Deregister releases the region (ibv_dereg_mr), also with I/O in flight:
+// it revokes rather than refusing. From the moment it returns, the
+// region's keys match nothing (a peer's later WRITE or READ under its rkey
+// fails with a remote access error, a local SGE naming it is refused at
+// post time) and no transport places a byte into its memory or sends one
+// from it (see Source): work requests that were already posted with it
+// complete with StatusLocalProtError instead of succeeding, and a peer's
+// WRITE under way into it is refused with a remote access error. The
+// application may reuse buf at once. It fails with ErrRegionInvalid only
+// if the region is not registered.
+//
+// Not yet: a peer's READ being served from the region when it is
+// deregistered gets zeros for the rest of its data and succeeds (it
+// should fail with a remote access error, as a new READ under the dead
+// key does).
+func (m *MemoryRegion) Deregister() error {
+	if !m.valid {
+		return ErrRegionInvalid
+	}
+	t := m.pd.t
+	idx := m.key >> keyTagBits
+	t.slots[idx].mr = nil
+	t.free.Push(idx)
+	m.valid = false
+	return nil
+}
+
+// lookup returns the live region a key names, or nil.
+func (t *RegionTable) lookup(key uint32) *MemoryRegion {
+	idx := key >> keyTagBits
+	if int(idx) >= len(t.slots) {
+		return nil
+	}
+	s := &t.slots[idx]
+	if s.mr == nil || uint32(s.tag) != key&keyTagMask {
+		return nil
+	}
+	return s.mr
+}
+
+// Lookup returns the live region key names, or nil (for tests and tools;
+// the cores use ResolveLocal and CheckRemote).
+func (t *RegionTable) Lookup(key uint32) *MemoryRegion { return t.lookup(key) }
+
+// Span returns the bytes of [addr, addr+n) if the whole range lies inside
+// the region.
+func (m *MemoryRegion) Span(addr uint64, n uint64) ([]byte, bool) {
+	if addr < m.addr {
+		return nil, false
+	}
+	off := addr - m.addr
+	if off > uint64(len(m.buf)) || n > uint64(len(m.buf))-off {
+		return nil, false
+	}
+	return m.buf[off : off+n], true
+}
+
+// ResolveLocal checks a local scatter/gather entry against pd and the
+// required access and returns its region and bytes.
+func (t *RegionTable) ResolveLocal(pd *ProtectionDomain, sge SGE, need Access) (*MemoryRegion, []byte, bool) {
+	m := t.lookup(uint32(sge.LKey))
+	if m == nil || m.pd != pd || m.access&need != need {
+		return nil, nil, false
+	}
+	b, ok := m.Span(sge.Addr, uint64(sge.Length))
+	return m, b, ok
+}
+
+// CheckRemote validates a peer's access to [addr, addr+n) under rkey for a
+// queue pair in pd (nil: the queue pair has none, and nothing matches). It
+// returns the region and the bytes when every check passes.
+func (t *RegionTable) CheckRemote(pd *ProtectionDomain, rkey RKey, addr uint64, n uint64, need Access) (*MemoryRegion, []byte, bool) {
+	m := t.lookup(uint32(rkey))
+	if m == nil || pd == nil || m.pd != pd || m.access&need != need {
+		return nil, nil, false
+	}
+	b, ok := m.Span(addr, n)
+	return m, b, ok
+}
+
+// Owns reports whether pd is one of the table's protection domains (a
+// queue pair may only be created in a domain of its own device).
+func (t *RegionTable) Owns(pd *ProtectionDomain) bool { return pd != nil && pd.t == t }
+
+// Source returns b, bytes of m a transport is about to send, while m is
+// registered, and as many zero bytes once it has been deregistered: a
+// transport sending from a revoked region sends nothing of the memory the
+// application got back (the work request fails anyway; see Deregister).
+// m may be nil (no region: b is returned).
+func (m *MemoryRegion) Source(b []byte) []byte {
+	if m == nil || m.valid {
+		return b
+	}
+	if len(b) <= len(zeroChunk) {
+		return zeroChunk[:len(b)]
+	}
+	return make([]byte, len(b))
+}
+
+// zeroChunk backs Source: one packet's payload of zeros (the largest MTU
+// of either transport fits).
+var zeroChunk [9216]byte
+
+// Placeable reports whether bytes may be placed into m now (m nil: no
+// region, nothing to check).
+func (m *MemoryRegion) Placeable() bool { return m == nil || m.valid }
+
+// revoked reports whether m was deregistered while work used it.
+func (m *MemoryRegion) revoked() bool { return m != nil && !m.valid }
+
+// FailIfRevoked returns st, or StatusLocalProtError when st is a success
+// but m (the local memory of the work request) was deregistered before it
+// completed: the completion a transport reports for such work.
+func FailIfRevoked(m *MemoryRegion, st Status) Status {
+	if st == StatusSuccess && m.revoked() {
+		return StatusLocalProtError
+	}
+	return st
+}
