@@ -220,7 +220,15 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 		j := s.job
 		h = c.header(OpReadResp, p.id, now)
 		mh = MsgHeader{Stream: j.stream, MsgSeq: j.seq, Offset: s.offset, MsgLen: uint32(len(j.src))}
-		payload = j.mr.Source(j.src[s.offset : s.offset+s.length])
+		if j.mr.Revoked() {
+			// The READ's source was deregistered while being served
+			// (verbs.MemoryRegion.Deregister): nothing more is sent from
+			// it; the chunk ends the READ with a remote access error
+			// instead, as a new READ under the dead key is refused.
+			mh.Imm = uint32(verbs.StatusRemoteAccessError)
+		} else {
+			payload = j.src[s.offset : s.offset+s.length]
+		}
 		if s.offset+s.length == uint32(len(j.src)) {
 			h.Flags |= FlagAckReq
 		}

@@ -352,6 +352,15 @@ func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	n := 0
 	c.preferJob = !c.preferJob
 	if c.jobs.Len() > 0 && (c.preferJob || !c.requesterReady(now)) {
+		if j := c.jobs.Front(); j.mr.Revoked() {
+			// The READ's source was deregistered while being served
+			// (verbs.MemoryRegion.Deregister): nothing more is sent from
+			// it; the rest is refused as a READ under the dead key is, at
+			// the next response's PSN (the requester has taken the
+			// earlier ones), and the QP goes to the error state.
+			c.responderError(j.psn.Add(j.next), SynNAKRemoteAccess, verbs.StatusSuccess)
+			return c.produce(now, buf)
+		}
 		n = c.buildReadResponse(buf)
 	} else if c.requesterReady(now) {
 		n = c.buildRequest(now, buf)

@@ -189,15 +189,12 @@ func (pd *ProtectionDomain) register(buf []byte, addr uint64, at bool, access Ac
 // fails with a remote access error, a local SGE naming it is refused at
 // post time) and no transport places a byte into its memory or sends one
 // from it (see Source): work requests that were already posted with it
-// complete with StatusLocalProtError instead of succeeding, and a peer's
-// WRITE under way into it is refused with a remote access error. The
-// application may reuse buf at once. It fails with ErrRegionInvalid only
-// if the region is not registered.
-//
-// Not yet: a peer's READ being served from the region when it is
-// deregistered gets zeros for the rest of its data and succeeds (it
-// should fail with a remote access error, as a new READ under the dead
-// key does).
+// complete with StatusLocalProtError instead of succeeding, a peer's
+// WRITE under way into it is refused with a remote access error, and a
+// peer's READ being served from it gets no more of its bytes and fails at
+// the peer with StatusRemoteAccessError (see Revoked), as a new READ
+// under the dead key does. The application may reuse buf at once. It
+// fails with ErrRegionInvalid only if the region is not registered.
 func (m *MemoryRegion) Deregister() error {
 	if !m.valid {
 		return ErrRegionInvalid
@@ -290,14 +287,16 @@ var zeroChunk [9216]byte
 // region, nothing to check).
 func (m *MemoryRegion) Placeable() bool { return m == nil || m.valid }
 
-// revoked reports whether m was deregistered while work used it.
-func (m *MemoryRegion) revoked() bool { return m != nil && !m.valid }
+// Revoked reports whether m was deregistered while work used it (m nil:
+// no region, never revoked). A transport checks it before it sends bytes
+// of a region it resolved earlier.
+func (m *MemoryRegion) Revoked() bool { return m != nil && !m.valid }
 
 // FailIfRevoked returns st, or StatusLocalProtError when st is a success
 // but m (the local memory of the work request) was deregistered before it
 // completed: the completion a transport reports for such work.
 func FailIfRevoked(m *MemoryRegion, st Status) Status {
-	if st == StatusSuccess && m.revoked() {
+	if st == StatusSuccess && m.Revoked() {
 		return StatusLocalProtError
 	}
 	return st

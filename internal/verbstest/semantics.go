@@ -129,6 +129,31 @@ func Revoke(t *testing.T, mk Devices) {
 	require.Equal(t, verbs.StatusRemoteAccessError, wc.Status)
 	require.True(t, bytes.Equal(snap, t2b), "nothing placed after Deregister returned")
 	require.False(t, bytes.Equal(src.Bytes(), snap), "the WRITE had not finished when its target went")
+
+	// A READ's source, deregistered while the responder is serving it: the
+	// READ fails at the requester with a remote access error, as a new
+	// READ under the dead key would, and nothing more is sent from the
+	// region (no zeros in its place). On a fresh session: the remote
+	// access error above ends a RoCEv2 queue pair.
+	f = setup(t, mk)
+	const readLen = 1 << 20
+	rsrc, _ := region(t, f.pb, readLen, pattern, verbs.AccessRemoteRead)
+	rdst, rdb := region(t, f.pa, readLen, ee, verbs.AccessLocalWrite)
+	f.post(t, verbs.SendWR{ID: 6, Opcode: verbs.WRRead, Local: rdst.SGE(0, readLen), RemoteAddr: rsrc.Addr(), RKey: rsrc.RKey()})
+	require.NoError(t, f.p.RunUntil(func() bool { return !bytes.Equal(eeBytes(readLen), rdb) }, f.p.Now+10e9))
+	require.NoError(t, rsrc.Deregister())
+	wc = f.wait(t, f.cqa)
+	require.Equal(t, uint64(6), wc.WRID)
+	require.Equal(t, verbs.StatusRemoteAccessError, wc.Status, "a READ whose source went mid-transfer fails")
+	landed := 0
+	for i, b := range rdb {
+		if b != 0xEE {
+			require.Equal(t, pattern(i), b, "READ destination byte %d: only the source's own bytes, never a stand-in", i)
+			landed++
+		}
+	}
+	require.Less(t, landed, readLen, "the READ had not finished when its source went")
+	t.Logf("READ from a revoked source: %d of %d bytes had landed", landed, readLen)
 }
 
 // DestroyOne: destroying one queue pair of a session (verbs.QP.Destroy)
