@@ -188,13 +188,20 @@ func (pd *ProtectionDomain) register(buf []byte, addr uint64, at bool, access Ac
 // region's keys match nothing (a peer's later WRITE or READ under its rkey
 // fails with a remote access error, a local SGE naming it is refused at
 // post time) and no transport places a byte into its memory or sends one
-// from it (see Source): work requests that were already posted with it
-// complete with StatusLocalProtError instead of succeeding, a peer's
-// WRITE under way into it is refused with a remote access error, and a
-// peer's READ being served from it gets no more of its bytes and fails at
-// the peer with StatusRemoteAccessError (see Revoked), as a new READ
-// under the dead key does. The application may reuse buf at once. It
-// fails with ErrRegionInvalid only if the region is not registered.
+// from it (see Placeable, Revoked):
+//   - work requests already posted with it complete with
+//     StatusLocalProtError instead of succeeding; one whose source goes
+//     before all of it was sent also puts its queue pair in the error
+//     state, as a local protection error does (the peer's receive it had
+//     started never completes);
+//   - a peer's WRITE under way into it is refused with a remote access
+//     error;
+//   - a peer's READ being served from it gets no more of its bytes and
+//     fails at the peer with StatusRemoteAccessError, as a new READ under
+//     the dead key does.
+//
+// The application may reuse buf at once. It fails with ErrRegionInvalid
+// only if the region is not registered.
 func (m *MemoryRegion) Deregister() error {
 	if !m.valid {
 		return ErrRegionInvalid
@@ -263,25 +270,6 @@ func (t *RegionTable) CheckRemote(pd *ProtectionDomain, rkey RKey, addr uint64, 
 // Owns reports whether pd is one of the table's protection domains (a
 // queue pair may only be created in a domain of its own device).
 func (t *RegionTable) Owns(pd *ProtectionDomain) bool { return pd != nil && pd.t == t }
-
-// Source returns b, bytes of m a transport is about to send, while m is
-// registered, and as many zero bytes once it has been deregistered: a
-// transport sending from a revoked region sends nothing of the memory the
-// application got back (the work request fails anyway; see Deregister).
-// m may be nil (no region: b is returned).
-func (m *MemoryRegion) Source(b []byte) []byte {
-	if m == nil || m.valid {
-		return b
-	}
-	if len(b) <= len(zeroChunk) {
-		return zeroChunk[:len(b)]
-	}
-	return make([]byte, len(b))
-}
-
-// zeroChunk backs Source: one packet's payload of zeros (the largest MTU
-// of either transport fits).
-var zeroChunk [9216]byte
 
 // Placeable reports whether bytes may be placed into m now (m nil: no
 // region, nothing to check).
