@@ -14,7 +14,6 @@ import (
 	"github.com/metaroce/metaroce/engine/dpdkengine"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
-	"github.com/metaroce/metaroce/rocev2"
 )
 
 // The DPDK backend in the command: the profile's dpdk section is the
@@ -48,8 +47,8 @@ func engineConfig(d profile.DPDK, from, to int, t profile.Transport) dpdkengine.
 // udpPortFor is the UDP port of a transport when the profile leaves
 // dpdk.udp_port at 0: metaroce's 4794, or the IANA RoCEv2 port.
 func udpPortFor(t profile.Transport) uint16 {
-	if t == profile.TransportRoCEv2 {
-		return rocev2.UDPPort
+	if k, ok := transportKinds[t]; ok {
+		return k.udpPort
 	}
 	return mr.DefaultUDPPort
 }
