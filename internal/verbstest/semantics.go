@@ -134,13 +134,7 @@ func Revoke(t *testing.T, mk Devices) {
 	wc = f.wait(t, f.cqa)
 	require.Equal(t, uint64(6), wc.WRID)
 	require.Equal(t, verbs.StatusRemoteAccessError, wc.Status, "a READ whose source went mid-transfer fails")
-	landed := 0
-	for i, b := range rdb {
-		if b != 0xEE {
-			require.Equal(t, pattern(i), b, "READ destination byte %d: only the source's own bytes, never a stand-in", i)
-			landed++
-		}
-	}
+	landed := landedFrom(t, rdb, pattern, "READ destination")
 	require.Less(t, landed, readLen, "the READ had not finished when its source went")
 	t.Logf("READ from a revoked source: %d of %d bytes had landed", landed, readLen)
 
@@ -182,15 +176,23 @@ func Revoke(t *testing.T, mk Devices) {
 	for _, wc := range wcs[:f.cqb.Poll(wcs[:])] {
 		require.NotEqual(t, verbs.StatusSuccess, wc.Status, "the receive of a SEND cut short does not succeed: %+v", wc)
 	}
-	landed = 0
-	for i, b := range srb {
-		if b != 0xEE {
-			require.Equal(t, pattern(i), b, "receive byte %d: only the source's own bytes, never a stand-in", i)
-			landed++
-		}
-	}
+	landed = landedFrom(t, srb, pattern, "receive buffer")
 	require.Less(t, landed, sendLen, "the SEND had not finished when its source went")
 	t.Logf("SEND from a revoked source: %d of %d bytes had landed", landed, sendLen)
+}
+
+// landedFrom checks that every byte of b that changed from 0xEE is the
+// source's own (src), never a stand-in for it, and counts them.
+func landedFrom(t *testing.T, b []byte, src func(i int) byte, what string) int {
+	t.Helper()
+	n := 0
+	for i, x := range b {
+		if x != 0xEE {
+			require.Equal(t, src(i), x, "%s byte %d: only the source's own bytes, never a stand-in", what, i)
+			n++
+		}
+	}
+	return n
 }
 
 // settle runs the pair for another virtual second, or until nothing is
