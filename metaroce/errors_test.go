@@ -238,23 +238,6 @@ func TestUnknownConnectionAndReplay(t *testing.T) {
 	require.Equal(t, bytes.Repeat([]byte{0x11}, len(tb)), tb)
 }
 
-func TestCorruptedPacketsAreDroppedAndRepaired(t *testing.T) {
-	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 7, Corrupt: 0.05})
-	target, tb := region(t, f.pb, 256<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-	src := make([]byte, 256<<10)
-	for i := range src {
-		src[i] = byte(i * 31)
-	}
-	ms, err := f.pa.RegisterMR(src, 0)
-	require.NoError(t, err)
-	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
-	require.Equal(t, src, tb)
-	require.Greater(t, f.p.Link.Stats().Corrupted, uint64(0))
-	require.Equal(t, f.p.Link.Stats().Corrupted, f.p.EP[0].Counters().CRCDrops+f.p.EP[1].Counters().CRCDrops,
-		"every corrupted packet is caught by the CRC")
-}
-
 func TestPeerRestartFailsOutstandingWork(t *testing.T) {
 	f := newFixture(t, mr.Config{PeerDeadTimeout: time.Second, KeepaliveInterval: 100 * time.Millisecond}, memlink.Config{Seed: 8})
 	target, _ := region(t, f.pb, 4<<20, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
