@@ -7,6 +7,7 @@ import (
 
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
+	"github.com/metaroce/metaroce/internal/verbstest"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
@@ -54,18 +55,13 @@ func newFixture(t *testing.T, cfg mr.Config, link memlink.Config) *fixture {
 // region registers n bytes filled with 0xEE at side pd.
 func region(t *testing.T, pd *verbs.ProtectionDomain, n int, access verbs.Access) (*verbs.MemoryRegion, []byte) {
 	t.Helper()
-	b := bytes.Repeat([]byte{0xEE}, n)
-	m, err := pd.RegisterMR(b, access)
-	require.NoError(t, err)
-	return m, b
+	return verbstest.Region(t, pd, n, verbstest.EE, access)
 }
 
 // wait runs until cq yields one completion and returns it.
 func (f *fixture) wait(t *testing.T, cq *verbs.CompletionQueue) verbs.WorkCompletion {
 	t.Helper()
-	var wc [1]verbs.WorkCompletion
-	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+10e9))
-	return wc[0]
+	return verbstest.WaitOne(t, f.p, cq, 10e9)
 }
 
 func (f *fixture) post(t *testing.T, wr verbs.SendWR) {

@@ -49,25 +49,17 @@ func setup(t *testing.T, mk Devices) *fixture {
 // region registers n bytes filled with fill.
 func region(t *testing.T, pd *verbs.ProtectionDomain, n int, fill func(i int) byte, access verbs.Access) (*verbs.MemoryRegion, []byte) {
 	t.Helper()
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = fill(i)
-	}
-	m, err := pd.RegisterMR(b, access)
-	require.NoError(t, err)
-	return m, b
+	return Region(t, pd, n, fill, access)
 }
 
-func ee(int) byte          { return 0xEE }
+func ee(i int) byte        { return EE(i) }
 func pattern(i int) byte   { return byte(i*7 + 3) }
 func eeBytes(n int) []byte { return bytes.Repeat([]byte{0xEE}, n) }
 
 // wait runs until cq yields one completion and returns it.
 func (f *fixture) wait(t *testing.T, cq *verbs.CompletionQueue) verbs.WorkCompletion {
 	t.Helper()
-	var wc [1]verbs.WorkCompletion
-	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+60e9))
-	return wc[0]
+	return WaitOne(t, f.p, cq, 60e9)
 }
 
 func (f *fixture) post(t *testing.T, wr verbs.SendWR) {
