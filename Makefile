@@ -32,6 +32,7 @@ help:
 	@echo "targets: deps build test test-nodpdk test-dpdk test-race bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean"
 	@echo "  DPDK=0|1 builds without or with -tags dpdk (default: 1 when pkg-config finds libdpdk)"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
+	@echo "  make bench BENCH=PacketPath PKGS=./metaroce/   (metaroce per-packet cost: paths x streams x connections)"
 	@echo "  make fuzz FUZZTIME=30s"
 
 deps:

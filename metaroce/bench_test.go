@@ -1,105 +1,263 @@
 package metaroce_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/verbs"
 )
 
+// packetPathShape is one configuration of the packet-path benchmark: the
+// number of paths of the measured connection, the streams that carry its
+// work, and the connections each of the two endpoints holds.
+type packetPathShape struct {
+	paths, streams, conns int
+}
+
+func (s packetPathShape) String() string {
+	return fmt.Sprintf("paths=%d/streams=%d/conns=%d", s.paths, s.streams, s.conns)
+}
+
+// packetPathShapes is the benchmark matrix (issue 12: 8, 64 and 256 paths,
+// 1 and 1024 streams, 1 and 4000 connections per endpoint). The per-packet
+// cost must not depend on any of them.
+func packetPathShapes() []packetPathShape {
+	var out []packetPathShape
+	for _, p := range []int{8, 64, 256} {
+		for _, s := range []int{1, 1024} {
+			for _, c := range []int{1, 4000} {
+				out = append(out, packetPathShape{p, s, c})
+			}
+		}
+	}
+	return out
+}
+
+// The offered load is the same in every shape: ppDepth WRITEs of ppMsgLen
+// bytes are kept outstanding, posted to the streams in turn, so with 1024
+// streams every stream has work queued (and is in the connection's round
+// robin) while the number of packets queued and in flight does not change.
+const (
+	ppDepth  = 1024
+	ppMsgLen = 16 << 10
+	ppMTU    = 4096
+)
+
+// packetPath drives one data connection between endpoints a and z in one
+// goroutine, with no network in between: every packet is handed to its
+// destination at once and virtual time moves 500 ns per round.
+//
+// Idle connections (conns > 1) make the endpoints hold conns connections
+// each: a dials endpoint y, x dials z. They have one path each (y and x
+// offer one), so that 4000 of them stay small; what they exercise is the
+// endpoint's own per-connection structures (connection table, timer heap,
+// ready list). Keepalives are pushed out of the measured span (an hour) on
+// every shape alike, so idle connections cost nothing per packet there.
+type packetPath struct {
+	tb    testing.TB
+	eps   []*mr.Endpoint // a, z, x, y: the index is the peer handle
+	buf   []byte
+	now   verbs.Time
+	data  int // WRITE packets a has sent
+	qps   []*mr.QueuePair
+	cq    *verbs.CompletionQueue
+	wcs   []verbs.WorkCompletion
+	src   *verbs.MemoryRegion
+	dst   *verbs.MemoryRegion
+	out   int // WRITEs outstanding
+	id    uint64
+	conns []*mr.Conn // the idle connections, to check they stay up
+}
+
+func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
+	tb.Helper()
+	mk := func(node mr.NodeID, paths int, accept bool) *mr.Endpoint {
+		e, err := mr.NewEndpoint(mr.Config{Paths: paths, MTU: ppMTU, Node: node, Incarnation: mr.Incarnation(node),
+			AcceptIncoming: accept, Streams: max(sh.streams, 1),
+			KeepaliveInterval: time.Hour, PeerDeadTimeout: 2 * time.Hour})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return e
+	}
+	pp := &packetPath{tb: tb}
+	pp.eps = []*mr.Endpoint{mk(1, sh.paths, false), mk(2, sh.paths, true)}
+	if sh.conns > 1 {
+		pp.eps = append(pp.eps, mk(3, 1, false), mk(4, 1, true))
+	}
+	a, z := pp.eps[0], pp.eps[1]
+	pp.buf = make([]byte, a.MaxPacketLen())
+	ca, err := a.Connect(pp.now, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for !ca.Established() {
+		pp.round()
+	}
+	cz, ok := z.Accept()
+	if !ok {
+		tb.Fatal("no accepted connection")
+	}
+	for i := 1; i < sh.conns; i++ {
+		c1, err := a.Connect(pp.now, 3)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c2, err := pp.eps[2].Connect(pp.now, 1)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pp.conns = append(pp.conns, c1, c2)
+	}
+	for _, c := range pp.conns {
+		for !c.Established() {
+			pp.round()
+		}
+	}
+	for _, e := range pp.eps {
+		for {
+			if _, ok := e.Accept(); !ok {
+				break
+			}
+		}
+	}
+	if a.Connections() != sh.conns || z.Connections() != sh.conns {
+		tb.Fatalf("connections: a %d, z %d, want %d", a.Connections(), z.Connections(), sh.conns)
+	}
+	pa, pz := a.AllocPD(), z.AllocPD()
+	pp.cq = verbs.NewCompletionQueue(2 * ppDepth)
+	pp.wcs = make([]verbs.WorkCompletion, 64)
+	for s := 0; s < sh.streams; s++ {
+		q, err := ca.CreateQP(mr.StreamID(s), verbs.QPAttr{PD: pa, SendCQ: pp.cq})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := cz.CreateQP(mr.StreamID(s), verbs.QPAttr{PD: pz}); err != nil {
+			tb.Fatal(err)
+		}
+		pp.qps = append(pp.qps, q)
+	}
+	pp.src, _ = pa.RegisterMR(make([]byte, ppMsgLen), 0)
+	pp.dst, _ = pz.RegisterMR(make([]byte, 4*ppMsgLen), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	return pp
+}
+
+// round delivers everything every endpoint has to send, then moves time on
+// and runs the timers that fell due.
+func (pp *packetPath) round() {
+	for i, e := range pp.eps {
+		for {
+			meta, ok := e.NextPacket(pp.now, pp.buf)
+			if !ok {
+				break
+			}
+			if i == 0 && meta.Peer == 1 && pp.buf[1] == byte(mr.OpWrite) {
+				pp.data++
+			}
+			pp.eps[meta.Peer].Receive(pp.now, pp.buf[:meta.Len], verbs.RxMeta{Peer: verbs.PeerHandle(i)})
+		}
+	}
+	pp.now += 500
+	for _, e := range pp.eps {
+		if e.NextDeadline() <= pp.now {
+			e.OnTimer(pp.now)
+		}
+	}
+}
+
+// run sends at least packets more WRITE packets, keeping ppDepth WRITEs
+// outstanding.
+func (pp *packetPath) run(packets int) {
+	target := pp.data + packets
+	for pp.data < target {
+		for pp.out < ppDepth {
+			pp.id++
+			q := pp.qps[pp.id%uint64(len(pp.qps))]
+			off := (pp.id % 4) * ppMsgLen
+			if err := q.PostSend(pp.now, verbs.SendWR{ID: pp.id, Opcode: verbs.WRWrite, Local: pp.src.SGE(0, ppMsgLen),
+				RemoteAddr: pp.dst.Addr() + off, RKey: pp.dst.RKey()}); err != nil {
+				pp.tb.Fatal(err)
+			}
+			pp.out++
+		}
+		pp.round()
+		for {
+			n := pp.cq.Poll(pp.wcs)
+			if n == 0 {
+				break
+			}
+			for _, wc := range pp.wcs[:n] {
+				if wc.Status != verbs.StatusSuccess {
+					pp.tb.Fatal(wc.Status)
+				}
+			}
+			pp.out -= n
+		}
+	}
+}
+
+// check fails unless every connection is still up.
+func (pp *packetPath) check() {
+	for _, c := range pp.conns {
+		if !c.Established() {
+			pp.tb.Fatalf("idle connection %d: %s", c.LocalID(), c.State())
+		}
+	}
+}
+
 // BenchmarkPacketPath measures the whole life of one data packet with a
 // 4 KiB payload between two endpoints in one goroutine: the sender builds
 // it (NextPacket), the receiver checks and places it (Receive), the
 // receiver's coalesced ACK is built and processed, and the slot is
-// retired. One op is one data packet; steady state must not allocate.
+// retired. One op is one data packet; steady state must not allocate
+// (TestPacketPathAllocs asserts it), and ns/op must not grow with paths,
+// streams or connections.
 func BenchmarkPacketPath(b *testing.B) {
-	cfg := mr.Config{Paths: 8, MTU: 4096}
-	a, err := mr.NewEndpoint(mr.Config{Paths: 8, MTU: 4096, Node: 1, Incarnation: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.Node, cfg.Incarnation, cfg.AcceptIncoming = 2, 2, true
-	z, err := mr.NewEndpoint(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, a.MaxPacketLen())
-	var now verbs.Time
-	dataPackets := 0
-	pump := func() {
-		for {
-			meta, ok := a.NextPacket(now, buf)
-			if !ok {
-				break
+	defer mr.SetAggregateChecks(mr.SetAggregateChecks(false)) // measure the aggregates, not their checks
+	for _, sh := range packetPathShapes() {
+		// One setup per shape, not per b.N the benchmark tries: 4000
+		// connections take a while to open, and the run stays bounded.
+		var pp *packetPath
+		b.Run(sh.String(), func(b *testing.B) {
+			if pp == nil {
+				pp = newPacketPath(b, sh)
+				pp.run(20000) // warm up: rings and pools reach their working size
 			}
-			if buf[1] == byte(mr.OpWrite) {
-				dataPackets++
+			pp.tb = b
+			b.SetBytes(ppMTU)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			pp.run(b.N)
+			b.StopTimer()
+			if cpu > 0 {
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 			}
-			z.Receive(now, buf[:meta.Len], verbs.RxMeta{Peer: 0})
-		}
-		for {
-			meta, ok := z.NextPacket(now, buf)
-			if !ok {
-				break
+			pp.check()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
+		})
+	}
+}
+
+// TestPacketPathAllocs asserts what BenchmarkPacketPath reports: in steady
+// state the packet path allocates nothing, in every shape of the matrix.
+func TestPacketPathAllocs(t *testing.T) {
+	defer mr.SetAggregateChecks(mr.SetAggregateChecks(false)) // the checks' walks are not the packet path
+	for _, sh := range packetPathShapes() {
+		t.Run(sh.String(), func(t *testing.T) {
+			pp := newPacketPath(t, sh)
+			pp.run(4 * ppDepth) // warm up: rings and pools reach their working size
+			before := pp.data
+			allocs := testing.AllocsPerRun(20, func() { pp.run(64) })
+			if pp.data-before < 20*64 {
+				t.Fatalf("only %d data packets in the measured runs", pp.data-before)
 			}
-			a.Receive(now, buf[:meta.Len], verbs.RxMeta{Peer: 1})
-		}
-		now += 500
-		for _, e := range []*mr.Endpoint{a, z} {
-			if e.NextDeadline() <= now {
-				e.OnTimer(now)
+			pp.check()
+			if allocs != 0 {
+				t.Fatalf("%v allocations per 64 data packets, want 0", allocs)
 			}
-		}
+		})
 	}
-	ca, err := a.Connect(now, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for !ca.Established() {
-		pump()
-	}
-	cb, ok := z.Accept()
-	if !ok {
-		b.Fatal("no accepted connection")
-	}
-	pa, pz := a.AllocPD(), z.AllocPD()
-	cq := verbs.NewCompletionQueue(64)
-	qa, _ := ca.CreateQP(0, verbs.QPAttr{PD: pa, SendCQ: cq})
-	if _, err := cb.CreateQP(0, verbs.QPAttr{PD: pz}); err != nil {
-		b.Fatal(err)
-	}
-	const msg = 64 << 10
-	src, _ := pa.RegisterMR(make([]byte, msg), 0)
-	dst, _ := pz.RegisterMR(make([]byte, 4*msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-	wcs := make([]verbs.WorkCompletion, 16)
-	outstanding, id := 0, uint64(0)
-	run := func(packets int) {
-		target := dataPackets + packets
-		for dataPackets < target {
-			for outstanding < 4 {
-				id++
-				off := uint64(id%4) * msg
-				if err := qa.PostSend(now, verbs.SendWR{ID: id, Opcode: verbs.WRWrite, Local: src.SGE(0, msg),
-					RemoteAddr: dst.Addr() + off, RKey: dst.RKey()}); err != nil {
-					b.Fatal(err)
-				}
-				outstanding++
-			}
-			pump()
-			n := cq.Poll(wcs)
-			for _, wc := range wcs[:n] {
-				if wc.Status != verbs.StatusSuccess {
-					b.Fatal(wc.Status)
-				}
-			}
-			outstanding -= n
-		}
-	}
-	run(20000) // warm up: rings and pools reach their working size
-	b.SetBytes(4096)
-	b.ReportAllocs()
-	b.ResetTimer()
-	run(b.N)
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
 }

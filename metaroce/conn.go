@@ -104,7 +104,10 @@ type Conn struct {
 	tries         int
 
 	timer   queue.Timer // deadline and position in Endpoint.timers
+	agg     connAgg     // what computeDeadline needs of every path, ACK and stream (aggregates.go)
 	inReady bool
+	// peerIndexed: in Endpoint.peers (from when its peer is known).
+	peerIndexed bool
 
 	c ConnCounters
 }
@@ -236,7 +239,9 @@ func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 		c.tx[i] = newTxPath(verbs.PathID(i), entropy, verbs.PlaneID(i%c.planes), cfg.PathWindow)
 		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c}
 	}
-	c.picker.reset(c.paths)
+	c.agg.resetPaths(c.paths)
+	c.picker.reset(c.tx, c.planes)
+	c.allPathsChanged() // every path starts with room: the picker weighs them
 	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,
 		jitter: uint64(c.local)*0x9e3779b97f4a7c15 ^ uint64(c.ep.cfg.Node)<<32}
 	c.state = connEstablished
@@ -289,6 +294,7 @@ func (c *Conn) abort(inFlight, notStarted verbs.Status) {
 		}
 		q.completeRecvs()
 		q.active = false
+		c.streamChanged(q)
 	}
 	for c.jobs.Len() > 0 {
 		c.releaseJobRefs(c.jobs.Pop())
@@ -304,6 +310,7 @@ func (c *Conn) abort(inFlight, notStarted verbs.Status) {
 		clear(p.slots)
 		p.inUse = 0
 	}
+	c.allPathsChanged()
 	c.limit.inflight = 0
 	c.active.Clear()
 	c.resend.Clear()
@@ -334,6 +341,7 @@ func (c *Conn) activate(q *QueuePair) {
 	if !q.active && c.state == connEstablished {
 		q.active = true
 		c.active.Push(q)
+		c.streamChanged(q)
 	}
 }
 
@@ -417,6 +425,7 @@ func (c *Conn) queueAck(now verbs.Time, i verbs.PathID, immediate bool) {
 		r.queued = true
 		c.ackList.Push(i)
 	}
+	c.ackChanged(i)
 }
 
 // computeDeadline returns the earliest time the connection needs OnTimer.
@@ -446,31 +455,15 @@ func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 			ready = true
 		}
 	}
-	newData := c.jobs.Len() > 0
-	for i := 0; i < c.ackList.Len(); i++ {
-		r := &c.rx[*c.ackList.At(i)]
-		if r.ackNow || r.ackDue <= now {
-			ready = true
-		} else {
-			at(r.ackDue)
-		}
+	// Pending ACKs, paths and active streams through their aggregates
+	// (aggregates.go), not by walking them.
+	at(c.acksDueBy(now))
+	if c.agg.acksReady > 0 {
+		ready = true
 	}
-	for i := range c.tx {
-		p := &c.tx[i]
-		if p.failed {
-			at(p.reprobeAt)
-		} else if p.inUse > 0 {
-			at(p.lastProgress.Add(c.pathRTO(p)))
-		}
-	}
-	for i := 0; i < c.active.Len(); i++ {
-		q := *c.active.At(i)
-		if q.blockedUntil > now {
-			at(q.blockedUntil)
-		} else {
-			newData = true
-		}
-	}
+	at(c.pathDeadline())
+	at(c.streamsBlockedBy(now))
+	newData := c.jobs.Len() > 0 || c.agg.streamsFree > 0
 	if newData {
 		// New packets wait for pacing (a time) or for the in-flight cap to
 		// open (an ACK, which touches the connection).
@@ -486,6 +479,9 @@ func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	}
 	at(ka.Add(cfg.KeepaliveInterval))
 	at(c.lastRx.Add(cfg.PeerDeadTimeout))
+	if checkDeadline != nil {
+		checkDeadline(c, now, d, ready)
+	}
 	return d, ready
 }
 

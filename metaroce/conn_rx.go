@@ -126,7 +126,10 @@ func (c *Conn) onAck(now verbs.Time, body []byte) {
 		return
 	}
 	c.c.AcksReceived++
-	c.fastest = c.fastestSRTT()
+	c.fastest = c.fastestPath()
+	if checkFastest != nil {
+		checkFastest(c, c.fastest)
+	}
 	var b AckBlock
 	o := AckPrefixLen
 	for i := 0; i < n; i++ {
@@ -154,6 +157,7 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 		return
 	}
 	c.c.AckBlocksReceived++
+	c.pathChanged(p) // retires, samples, progress, restore, failure, re-roll
 	acked := 0
 	retire := func(psn PSN) {
 		if s := p.slot(psn); s.kind != slotFree && s.sent {
@@ -311,6 +315,8 @@ func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 	}
 	q := m.qp
 	q.blockedUntil = now.Add(wait)
+	q.agg.free = false
+	c.streamChanged(q)
 	idx := int(m.seq - q.sqBase)
 	if idx < q.segIdx {
 		q.segIdx = idx

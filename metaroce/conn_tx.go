@@ -41,13 +41,12 @@ func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 
 // ackDueNow reports whether some path's ACK must go out now.
 func (c *Conn) ackDueNow(now verbs.Time) bool {
-	for i := 0; i < c.ackList.Len(); i++ {
-		r := &c.rx[*c.ackList.At(i)]
-		if r.ackNow || r.ackDue <= now {
-			return true
-		}
+	c.acksDueBy(now)
+	due := c.agg.acksReady > 0
+	if checkAckDue != nil {
+		checkAckDue(c, now, due)
 	}
-	return false
+	return due
 }
 
 func (c *Conn) header(op Opcode, path verbs.PathID, now verbs.Time) Header {
@@ -155,6 +154,8 @@ func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		n += b.Put(buf[n:])
 		count++
 		r.unacked, r.ackNow, r.ackDue, r.queued = 0, false, verbs.Never, false
+		r.agg.expired = false
+		c.ackChanged(i)
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
 	n = SealCRC(buf, n)
@@ -170,6 +171,7 @@ func (c *Conn) occupy(now verbs.Time, p *txPath) (PSN, *txSlot) {
 		p.lastProgress = now
 	}
 	p.inUse++
+	c.pathChanged(p)
 	if !p.uncounted {
 		c.limit.inflight++
 	}
@@ -330,6 +332,7 @@ func (c *Conn) buildNew(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		m := q.nextToSegment()
 		if m == nil {
 			q.active = false
+			c.streamChanged(q)
 			continue
 		}
 		if q.blockedUntil > now {
@@ -343,6 +346,15 @@ func (c *Conn) buildNew(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		return c.buildJobChunk(now, buf, p)
 	}
 	return verbs.TxMeta{}, false
+}
+
+// pick runs the picker on plane.
+func (c *Conn) pick(plane int) int {
+	i := c.picker.pick(plane)
+	if checkPick != nil {
+		checkPick(c, plane, i)
+	}
+	return i
 }
 
 // nextToSegment returns the first message of q with packets left to build.
@@ -403,8 +415,9 @@ func (c *Conn) buildJobChunk(now verbs.Time, buf []byte, p *txPath) (verbs.TxMet
 // When the backend reports which ports have room (PlaneSteering), planes
 // whose port is backed up are tried only after every ready one.
 func (c *Conn) pickPath() int {
+	c.flushPaths() // the picker's weights follow the paths' room
 	if c.planes <= 1 {
-		return c.picker.pick(c.tx, anyPlane)
+		return c.pick(anyPlane)
 	}
 	mask := c.ep.ready1
 	if mask != 0 {
@@ -413,7 +426,7 @@ func (c *Conn) pickPath() int {
 			if mask&(1<<pl) == 0 {
 				continue
 			}
-			if pi := c.picker.pick(c.tx, pl); pi >= 0 {
+			if pi := c.pick(pl); pi >= 0 {
 				return pi
 			}
 		}
@@ -423,7 +436,7 @@ func (c *Conn) pickPath() int {
 		if mask != 0 && mask&(1<<pl) != 0 {
 			continue // tried above
 		}
-		if pi := c.picker.pick(c.tx, pl); pi >= 0 {
+		if pi := c.pick(pl); pi >= 0 {
 			return pi
 		}
 	}

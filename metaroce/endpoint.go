@@ -43,6 +43,7 @@ type Endpoint struct {
 	planeRR  int       // the plane the next new packet should take (Conn.pickPath)
 	share    fairShare // the receiver's rate hints (ratehint.go)
 	ready1   uint32    // planes whose ports have room (SetReadyPlanes); 0 = all
+	peers    peerIndex // connections by peer (peers.go)
 
 	c EndpointCounters
 }
@@ -85,6 +86,7 @@ func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error)
 	}
 	c := &Conn{ep: e, local: e.nextID, peer: peer, qps: make(map[StreamID]*QueuePair),
 		lastRx: now}
+	c.agg.reset()
 	e.nextID++
 	e.conns[c.local] = c
 	return c, nil
@@ -117,6 +119,7 @@ func (e *Endpoint) Accept() (*Conn, bool) {
 // forget removes a closed or failed connection.
 func (e *Endpoint) forget(c *Conn) {
 	delete(e.conns, c.local)
+	e.peers.remove(c)
 	e.timers.Remove(c)
 }
 
@@ -131,6 +134,10 @@ func (e *Endpoint) reply(peer verbs.PeerHandle, op Opcode, dst, src ConnID) {
 // an earlier incarnation: the peer restarted and lost their state, so
 // their work requests can never finish.
 func (e *Endpoint) peerSeen(c *Conn) {
+	e.peers.add(c)
+	if !e.peers.otherIncarnations(c) {
+		return // the walk below would find nothing
+	}
 	var stale []*Conn
 	for _, o := range e.conns {
 		if o != c && o.peerNode == c.peerNode && o.state == connEstablished && o.peerInc != c.peerInc {
@@ -213,14 +220,12 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 		e.reply(rx.Peer, OpReset, h.SrcConn, 0)
 		return
 	}
-	for _, c := range e.conns {
-		if c.peerNode == b.Node && c.peerInc == h.Incarnation && c.remote == h.SrcConn && !c.outbound {
-			// A repeated request: our ACCEPT was lost.
-			c.acceptPath = h.Path % verbs.PathID(c.paths)
-			c.queueCtrl(ctrlPkt{op: OpAccept})
-			e.touch(c, now)
-			return
-		}
+	if c := e.peers.accepted(b.Node, h.Incarnation, h.SrcConn); c != nil {
+		// A repeated request: our ACCEPT was lost.
+		c.acceptPath = h.Path % verbs.PathID(c.paths)
+		c.queueCtrl(ctrlPkt{op: OpAccept})
+		e.touch(c, now)
+		return
 	}
 	c, err := e.newConn(rx.Peer, now)
 	if err != nil {

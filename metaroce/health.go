@@ -145,6 +145,7 @@ func (c *Conn) onPathTimeout(now verbs.Time, p *txPath) {
 	cfg := &c.ep.cfg
 	stalledSince := p.lastProgress
 	p.lastProgress = now
+	c.pathChanged(p)
 	for psn := p.una; psn.Less(p.next); psn++ {
 		if p.slot(psn).pending {
 			// A resend or probe of this path is still waiting for its
@@ -244,6 +245,7 @@ func pathAlpha(cc *pathCC) float64 { return cc.alpha }
 // probed again after a back-off.
 func (c *Conn) failPath(now verbs.Time, p *txPath) {
 	cfg := &c.ep.cfg
+	c.pathChanged(p)
 	c.moveOutstanding(p)
 	switch {
 	case p.restoredAt != 0 && now.Sub(p.restoredAt) < 8*p.reprobeWait:
@@ -271,6 +273,7 @@ func (c *Conn) failPath(now verbs.Time, p *txPath) {
 // sequence space is full of them does it restart.
 func (c *Conn) reprobe(now verbs.Time, p *txPath) {
 	cfg := &c.ep.cfg
+	c.pathChanged(p)
 	if span := int(p.una.Distance(p.next)); span >= SackBits-1 || span >= p.ringLen()-2 {
 		p.restart() // a failed path's probes are not counted in flight
 	}
@@ -327,6 +330,7 @@ func (c *Conn) count(p *txPath) {
 // restore brings a failed path back after its probe was acknowledged.
 func (c *Conn) restore(now verbs.Time, p *txPath) {
 	p.failed = false
+	c.pathChanged(p)
 	c.count(p) // its probes count in flight again
 	p.restoredAt = now
 	p.cc.reset(&c.ep.cfg)
@@ -343,6 +347,7 @@ func (c *Conn) sendNop(now verbs.Time, p *txPath, reprobe bool) {
 	*s = txSlot{kind: slotNop}
 	p.next++
 	p.inUse++
+	c.pathChanged(p)
 	if !p.uncounted {
 		c.limit.inflight++
 	}
@@ -379,6 +384,7 @@ func (c *Conn) finishReroll(p *txPath) {
 	if !p.rerolling || p.inUse > 0 {
 		return
 	}
+	c.pathChanged(p)
 	if !p.failed {
 		c.count(p) // nothing in use: only clears the flag
 	}

@@ -80,6 +80,8 @@ type txPath struct {
 
 	ecnSeen uint32 // last cumulative CE count reported by the peer
 
+	agg pathAgg // the path's entries in Conn.agg
+
 	c PathCounters
 }
 
@@ -208,5 +210,6 @@ type rxPath struct {
 	ackDue  verbs.Time // latest time an ACK must go out (Never when nothing pending)
 	ackNow  bool       // acknowledge at the next opportunity
 	queued  bool       // in the connection's ACK list
+	agg     ackAgg     // the pending ACK's entry in Conn.agg
 	c       *PathCounters
 }

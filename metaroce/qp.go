@@ -37,6 +37,7 @@ type QueuePair struct {
 	active       bool       // in the connection's round robin of streams with data
 	broken       bool       // send side in the error state (see Conn.breakStream)
 	destroyed    bool       // Destroy was called: the stream is closed at this end
+	agg          streamAgg  // the stream's entry in Conn.agg while active
 
 	rq     queue.Ring[recvSlot]
 	rqBase MsgSeq // recv_seq of rq's front
