@@ -567,6 +567,16 @@ func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict
 	if m.MsgLen != msg.length {
 		return dropped
 	}
+	if m.Imm != 0 {
+		// The responder ends the READ (see MsgHeader: its source was
+		// deregistered while it served it).
+		st := verbs.Status(m.Imm)
+		if len(payload) != 0 || !nakable(st) || st == verbs.StatusReceiverNotReady {
+			return dropped
+		}
+		c.failMsg(msg, st)
+		return accepted
+	}
 	chunk, ok := chunkOf(m.Offset, len(payload), m.MsgLen, c.mtu)
 	if !ok {
 		return dropped

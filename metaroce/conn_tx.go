@@ -187,12 +187,30 @@ func (c *Conn) transmit(now verbs.Time, p *txPath, s *txSlot) {
 	p.c.TxBytes += uint64(s.length)
 }
 
+// revokedSource fails m, whose source was deregistered before all of it
+// was sent (verbs.MemoryRegion.Deregister): nothing more is sent from it
+// (its packets go out as NOPs), and, as a local protection error does to
+// a verbs QP, its stream goes to the error state: the peer's receive, if
+// m had started one, never completes, so later messages would no longer
+// line up with the peer's receives. m has a packet outstanding (the one
+// being built), so it is not finished here.
+func (c *Conn) revokedSource(m *txMsg) {
+	if m.finished || m.status != verbs.StatusSuccess {
+		return
+	}
+	c.failMsg(m, verbs.StatusLocalProtError)
+	c.breakStream(m.qp)
+}
+
 // writeSequenced builds the packet a slot stands for: its data if the
 // message is still wanted, otherwise a NOP that fills the PSN.
 func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s *txSlot, retransmit bool) int {
 	var h Header
 	var mh MsgHeader
 	var payload []byte
+	if s.kind == slotData && s.msg.op != OpReadReq && s.msg.mr.Revoked() {
+		c.revokedSource(s.msg)
+	}
 	asNop := s.kind == slotNop || s.nop
 	if s.kind == slotData && !asNop && (s.attempt != s.msg.attempt || s.msg.status != verbs.StatusSuccess || s.msg.finished) {
 		asNop = true
@@ -211,9 +229,9 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 			mh.Offset, mh.RemoteAddr = 0, m.remoteAddr
 		case OpWrite, OpWriteImm:
 			mh.RemoteAddr = m.remoteAddr + uint64(s.offset)
-			payload = m.mr.Source(m.local[s.offset : s.offset+s.length])
+			payload = m.local[s.offset : s.offset+s.length]
 		default:
-			payload = m.mr.Source(m.local[s.offset : s.offset+s.length])
+			payload = m.local[s.offset : s.offset+s.length]
 		}
 		if s.offset+s.length == m.length || m.op == OpReadReq {
 			h.Flags |= FlagAckReq
@@ -222,7 +240,15 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 		j := s.job
 		h = c.header(OpReadResp, p.id, now)
 		mh = MsgHeader{Stream: j.stream, MsgSeq: j.seq, Offset: s.offset, MsgLen: uint32(len(j.src))}
-		payload = j.mr.Source(j.src[s.offset : s.offset+s.length])
+		if j.mr.Revoked() {
+			// The READ's source was deregistered while being served
+			// (verbs.MemoryRegion.Deregister): nothing more is sent from
+			// it; the chunk ends the READ with a remote access error
+			// instead, as a new READ under the dead key is refused.
+			mh.Imm = uint32(verbs.StatusRemoteAccessError)
+		} else {
+			payload = j.src[s.offset : s.offset+s.length]
+		}
 		if s.offset+s.length == uint32(len(j.src)) {
 			h.Flags |= FlagAckReq
 		}

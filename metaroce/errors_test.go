@@ -7,6 +7,7 @@ import (
 
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
+	"github.com/metaroce/metaroce/internal/verbstest"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
@@ -54,18 +55,13 @@ func newFixture(t *testing.T, cfg mr.Config, link memlink.Config) *fixture {
 // region registers n bytes filled with 0xEE at side pd.
 func region(t *testing.T, pd *verbs.ProtectionDomain, n int, access verbs.Access) (*verbs.MemoryRegion, []byte) {
 	t.Helper()
-	b := bytes.Repeat([]byte{0xEE}, n)
-	m, err := pd.RegisterMR(b, access)
-	require.NoError(t, err)
-	return m, b
+	return verbstest.Region(t, pd, n, verbstest.EE, access)
 }
 
 // wait runs until cq yields one completion and returns it.
 func (f *fixture) wait(t *testing.T, cq *verbs.CompletionQueue) verbs.WorkCompletion {
 	t.Helper()
-	var wc [1]verbs.WorkCompletion
-	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+10e9))
-	return wc[0]
+	return verbstest.WaitOne(t, f.p, cq, 10e9)
 }
 
 func (f *fixture) post(t *testing.T, wr verbs.SendWR) {
@@ -236,23 +232,6 @@ func TestUnknownConnectionAndReplay(t *testing.T) {
 	}
 	require.Equal(t, staleBefore+uint64(len(captured)), f.cb.Counters().StalePackets)
 	require.Equal(t, bytes.Repeat([]byte{0x11}, len(tb)), tb)
-}
-
-func TestCorruptedPacketsAreDroppedAndRepaired(t *testing.T) {
-	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 7, Corrupt: 0.05})
-	target, tb := region(t, f.pb, 256<<10, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-	src := make([]byte, 256<<10)
-	for i := range src {
-		src[i] = byte(i * 31)
-	}
-	ms, err := f.pa.RegisterMR(src, 0)
-	require.NoError(t, err)
-	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, len(src)), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
-	require.Equal(t, src, tb)
-	require.Greater(t, f.p.Link.Stats().Corrupted, uint64(0))
-	require.Equal(t, f.p.Link.Stats().Corrupted, f.p.EP[0].Counters().CRCDrops+f.p.EP[1].Counters().CRCDrops,
-		"every corrupted packet is caught by the CRC")
 }
 
 func TestPeerRestartFailsOutstandingWork(t *testing.T) {

@@ -23,7 +23,10 @@ const MsgHeaderLen = 40
 //	20   4  rkey         remote key (WRITE*, READ_REQ)
 //	24   8  remote_addr  target address of this packet's first byte
 //	                     (WRITE*; READ_REQ: start of the remote range)
-//	32   4  imm          immediate data (*_IMM)
+//	32   4  imm          immediate data (*_IMM); READ_RESP: 0, or the
+//	                     verbs.Status that ends the READ at the requester
+//	                     (a packet without payload: the responder's source
+//	                     was deregistered while it served the READ)
 //	36   4  reserved     zero
 type MsgHeader struct {
 	Stream     StreamID

@@ -6,13 +6,18 @@ import (
 	"github.com/metaroce/metaroce/verbs"
 )
 
-// BenchmarkPacketPath measures the whole life of one 4 KiB WRITE packet
-// between two endpoints in one goroutine: the requester builds it
-// (NextPacket, ICRC included), the responder checks and places it
-// (Receive), the coalesced ACK is built and processed and work requests
-// complete. One op is one data packet; steady state must not allocate.
-func BenchmarkPacketPath(b *testing.B) {
-	d := newDirectPair(b, Config{MTU: 4096, DCQCN: DCQCNConfig{Disable: true}})
+// The packet-path workloads below are shared by the benchmarks (ns and
+// allocations per packet) and by TestPacketPathAllocatesNothing, which
+// asserts the 0 allocs/op the benchmarks report.
+
+// writePath sets up two endpoints in one goroutine moving 64 KiB WRITEs
+// of 4 KiB packets, 4 outstanding, and returns a function that runs until
+// the requester has built n more data packets: each one built
+// (NextPacket, ICRC included), checked and placed by the responder
+// (Receive), the coalesced ACKs built and processed, work requests
+// completed.
+func writePath(tb testing.TB) func(n int) {
+	d := newDirectPair(tb, Config{MTU: 4096, DCQCN: DCQCNConfig{Disable: true}})
 	dataPackets := 0
 	d.tap = func(from int, pkt []byte) {
 		if from == 0 && Opcode(pkt[0]).IsWrite() {
@@ -24,7 +29,7 @@ func BenchmarkPacketPath(b *testing.B) {
 	dst, _ := d.qb.pd.RegisterMR(make([]byte, 4*msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	wcs := make([]verbs.WorkCompletion, 16)
 	outstanding, id := 0, uint64(0)
-	run := func(packets int) {
+	return func(packets int) {
 		target := dataPackets + packets
 		for dataPackets < target {
 			for outstanding < 4 {
@@ -32,7 +37,7 @@ func BenchmarkPacketPath(b *testing.B) {
 				off := uint64(id%4) * msg
 				if err := d.qa.PostSend(d.now, verbs.SendWR{ID: id, Opcode: verbs.WRWrite, Local: src.SGE(0, msg),
 					RemoteAddr: dst.Addr() + off, RKey: dst.RKey()}); err != nil {
-					b.Fatal(err)
+					tb.Fatal(err)
 				}
 				outstanding++
 			}
@@ -40,31 +45,26 @@ func BenchmarkPacketPath(b *testing.B) {
 			n := d.cqa.Poll(wcs)
 			for _, wc := range wcs[:n] {
 				if wc.Status != verbs.StatusSuccess {
-					b.Fatal(wc.Status)
+					tb.Fatal(wc.Status)
 				}
 			}
 			outstanding -= n
 		}
 	}
-	run(20000) // warm up: rings and pools reach their working size
-	b.SetBytes(4096)
-	b.ReportAllocs()
-	b.ResetTimer()
-	run(b.N)
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
 }
 
-// BenchmarkPacketPathDCQCN is BenchmarkPacketPath with DCQCN on and every
-// data packet CE-marked: CNPs, cuts and pacing in the loop. One op is one
-// data packet.
-func BenchmarkPacketPathDCQCN(b *testing.B) {
-	d := newDirectPair(b, Config{MTU: 4096})
+// dcqcnPath is writePath's pair with DCQCN on and every data packet
+// CE-marked: CNPs, rate cuts and pacing in the loop, the clock jumping to
+// the next deadline when pacing leaves the sender idle. The returned
+// function runs until n more data packets were sent.
+func dcqcnPath(tb testing.TB) func(n int) {
+	d := newDirectPair(tb, Config{MTU: 4096})
 	src, _ := d.qa.pd.RegisterMR(make([]byte, 64<<10), 0)
 	dst, _ := d.qb.pd.RegisterMR(make([]byte, 64<<10), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	wcs := make([]verbs.WorkCompletion, 16)
 	sent := 0
 	buf := make([]byte, d.a.MaxPacketLen())
+	eps := []*Endpoint{d.a, d.b}
 	step := func() {
 		if d.qa.OutstandingSends() < 2 {
 			_ = d.qa.PostSend(d.now, verbs.SendWR{Opcode: verbs.WRWrite, Local: src.SGE(0, 64<<10), RemoteAddr: dst.Addr(), RKey: dst.RKey()})
@@ -84,30 +84,53 @@ func BenchmarkPacketPathDCQCN(b *testing.B) {
 			}
 			d.a.Receive(d.now, buf[:m.Len], verbs.RxMeta{Peer: 1})
 		}
-		// Jump to the next event: DCQCN pacing leaves the sender idle.
 		d.now = max(d.now+1, min(d.a.NextDeadline(), d.b.NextDeadline()))
-		for _, e := range []*Endpoint{d.a, d.b} {
+		for _, e := range eps {
 			if e.NextDeadline() <= d.now {
 				e.OnTimer(d.now)
 			}
 		}
 		d.cqa.Poll(wcs)
 	}
-	for sent < 20000 {
-		step()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	target := sent + b.N
-	for sent < target {
-		step()
+	return func(n int) {
+		for target := sent + n; sent < target; {
+			step()
+		}
 	}
 }
 
-func BenchmarkICRC4K(b *testing.B) {
+// BenchmarkPacketPath measures the whole life of one 4 KiB WRITE packet
+// (writePath). One op is one data packet.
+func BenchmarkPacketPath(b *testing.B) {
+	run := writePath(b)
+	run(20000) // warm up: rings and pools reach their working size
+	b.SetBytes(4096)
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
+}
+
+// BenchmarkPacketPathDCQCN is BenchmarkPacketPath with DCQCN on and every
+// data packet CE-marked (dcqcnPath). One op is one data packet.
+func BenchmarkPacketPathDCQCN(b *testing.B) {
+	run := dcqcnPath(b)
+	run(20000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N)
+}
+
+// icrcPacket is a 4 KiB WRITE Middle packet and its flow, for sealing.
+func icrcPacket() ([]byte, Flow) {
 	pkt := make([]byte, BTHLen+4096+ICRCLen)
 	(&BTH{Opcode: OpWriteMiddle, DestQP: 5}).Put(pkt)
-	f := Flow{SrcIP: IPv4{10, 0, 0, 1}, DstIP: IPv4{10, 0, 0, 2}, SrcPort: 0xC123}
+	return pkt, Flow{SrcIP: IPv4{10, 0, 0, 1}, DstIP: IPv4{10, 0, 0, 2}, SrcPort: 0xC123}
+}
+
+func BenchmarkICRC4K(b *testing.B) {
+	pkt, f := icrcPacket()
 	b.SetBytes(int64(len(pkt)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

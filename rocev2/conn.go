@@ -194,26 +194,33 @@ func (c *Conn) Close(now verbs.Time) {
 // toError moves the QP to the error state: the work request at the head
 // of the send queue completes with head, every other one and every receive
 // with StatusFlushed (as ibv does when a QP enters the error state).
-func (c *Conn) toError(head verbs.Status) {
+func (c *Conn) toError(head verbs.Status) { c.toErrorAt(0, head) }
+
+// toErrorAt is toError with the error at the i-th work request of the
+// send queue (the ones before it are flushed too: none of them will be
+// acknowledged now).
+func (c *Conn) toErrorAt(i int, st verbs.Status) {
 	if c.state >= stateError {
 		return
 	}
-	c.failure = head
+	c.failure = st
 	c.state = stateError
-	c.flush(head)
+	c.flushAt(i, st)
 }
 
 // flush completes all outstanding work.
-func (c *Conn) flush(head verbs.Status) {
-	first := true
-	for c.sq.Len() > 0 {
+func (c *Conn) flush(head verbs.Status) { c.flushAt(0, head) }
+
+// flushAt completes all outstanding work: the i-th send work request with
+// st, every other one with StatusFlushed.
+func (c *Conn) flushAt(i int, st verbs.Status) {
+	for k := 0; c.sq.Len() > 0; k++ {
 		w := c.sq.Pop()
-		st := verbs.StatusFlushed
-		if first {
-			st = head
-			first = false
+		if k == i {
+			c.completeSend(w, st)
+		} else {
+			c.completeSend(w, verbs.StatusFlushed)
 		}
-		c.completeSend(w, st)
 	}
 	c.sendIdx, c.assigned, c.readsOut = 0, 0, 0
 	for c.qp.rq.Len() > 0 {
@@ -352,8 +359,26 @@ func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	n := 0
 	c.preferJob = !c.preferJob
 	if c.jobs.Len() > 0 && (c.preferJob || !c.requesterReady(now)) {
+		if j := c.jobs.Front(); j.mr.Revoked() {
+			// The READ's source was deregistered while being served
+			// (verbs.MemoryRegion.Deregister): nothing more is sent from
+			// it; the rest is refused as a READ under the dead key is, at
+			// the next response's PSN (the requester has taken the
+			// earlier ones), and the QP goes to the error state.
+			c.responderError(j.psn.Add(j.next), SynNAKRemoteAccess, verbs.StatusSuccess)
+			return c.produce(now, buf)
+		}
 		n = c.buildReadResponse(buf)
 	} else if c.requesterReady(now) {
+		if w := *c.sq.At(c.sendIdx); w.op != verbs.WRRead && w.mr.Revoked() {
+			// Its source was deregistered before all of it was sent
+			// (verbs.MemoryRegion.Deregister): nothing more is sent from
+			// it, and, as a local protection error does to an RC QP, the
+			// work request fails and the QP goes to the error state (the
+			// peer's receive, if one was started, never completes).
+			c.toErrorAt(c.sendIdx, verbs.StatusLocalProtError)
+			return c.produce(now, buf)
+		}
 		n = c.buildRequest(now, buf)
 	}
 	if n == 0 {

@@ -1,11 +1,11 @@
 package rocev2_test
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
+	"github.com/metaroce/metaroce/internal/verbstest"
 	"github.com/metaroce/metaroce/rocev2"
 	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
@@ -74,21 +74,16 @@ func newFixture(t testing.TB, cfg rocev2.Config, link memlink.Config) *fixture {
 	return f
 }
 
-// region registers n bytes filled with 0xEE.
+// region registers n bytes filled with 0xEE at side pd.
 func region(t testing.TB, pd *verbs.ProtectionDomain, n int, access verbs.Access) (*verbs.MemoryRegion, []byte) {
 	t.Helper()
-	b := bytes.Repeat([]byte{0xEE}, n)
-	m, err := pd.RegisterMR(b, access)
-	require.NoError(t, err)
-	return m, b
+	return verbstest.Region(t, pd, n, verbstest.EE, access)
 }
 
 // wait runs until cq yields one completion and returns it.
 func (f *fixture) wait(t testing.TB, cq *verbs.CompletionQueue) verbs.WorkCompletion {
 	t.Helper()
-	var wc [1]verbs.WorkCompletion
-	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+60e9))
-	return wc[0]
+	return verbstest.WaitOne(t, f.p, cq, 60e9)
 }
 
 func (f *fixture) post(t testing.TB, wr verbs.SendWR) {

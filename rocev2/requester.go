@@ -145,7 +145,7 @@ func (c *Conn) buildRequest(now verbs.Time, buf []byte) int {
 			putUint32(buf[n:], w.imm)
 			n += ImmLen
 		}
-		n += copy(buf[n:], w.mr.Source(w.local[off:off+plen]))
+		n += copy(buf[n:], w.local[off:off+plen]) // live: produce checked w.mr
 		clear(buf[n : n+pad])
 		n += pad
 		c.sndPSN = c.sndPSN.Add(1)

@@ -139,7 +139,7 @@ func (c *Conn) buildReadResponse(buf []byte) int {
 		a.Put(buf[n:])
 		n += AETHLen
 	}
-	n += copy(buf[n:], j.mr.Source(j.src[off:off+plen]))
+	n += copy(buf[n:], j.src[off:off+plen]) // live: produce checked j.mr
 	clear(buf[n : n+pad])
 	n += pad
 	j.next++
@@ -372,7 +372,9 @@ func (c *Conn) duplicateRead(p *Packet) {
 	}
 	m, src, ok := c.readSource(&p.RETH)
 	if !ok {
-		c.c.AccessErrors++
+		// The key was good when the READ was first accepted: its region
+		// has been deregistered since. The READ fails as a new one would.
+		c.responderError(psn, SynNAKRemoteAccess, verbs.StatusSuccess)
 		return
 	}
 	for c.jobs.Len() > 0 && psn.Less(c.jobs.At(c.jobs.Len()-1).psn) {

@@ -20,3 +20,20 @@ func devices(t *testing.T) (*mempair.Pair, verbs.Device, verbs.Device) {
 func TestDeregisterWithIOInFlightRevokes(t *testing.T) { verbstest.Revoke(t, devices) }
 
 func TestDestroyOneQPOfASession(t *testing.T) { verbstest.DestroyOne(t, devices) }
+
+// TestCorruptedPacketsAreDroppedAndRepaired: every corrupted packet fails
+// the ICRC (or, corrupted where the ICRC does not reach, is malformed or
+// names no QP) and is dropped; go-back-N repairs the loss.
+func TestCorruptedPacketsAreDroppedAndRepaired(t *testing.T) {
+	verbstest.Corruption(t, func(t *testing.T) (*mempair.Pair, verbs.Device, verbs.Device) {
+		p, ea, eb := pair(t, rocev2.Config{}, rocev2.Config{}, memlink.Config{Seed: 21, Corrupt: 0.05, Delay: 2000})
+		return p, ea.Device(), eb.Device()
+	}, func(p *mempair.Pair) uint64 {
+		var n uint64
+		for _, t := range p.T {
+			c := t.(*rocev2.Endpoint).Counters()
+			n += c.ICRCDrops + c.Malformed + c.UnknownQP
+		}
+		return n
+	})
+}

@@ -137,12 +137,9 @@ func TestOpsEveryOperation(t *testing.T) {
 				tr, _ := row.Get("transport")
 				fin, _ := row.Get("finished")
 				require.Equal(t, true, fin, "%s: flows unfinished: %v", tr, row)
-				failed, _ := row.Float("failed_wrs")
-				require.Zero(t, failed, "%s: %v", tr, row)
-				g, _ := row.Float("goodput_gbps")
-				require.Greater(t, g, 1.0, "%s: %v", tr, row)
-				loss, _ := row.Float("loss_drops")
-				require.Positive(t, loss, "%s: the run should see loss", tr)
+				require.Zero(t, mustFloat(t, row, "failed_wrs"), "%s: %v", tr, row)
+				require.Greater(t, mustFloat(t, row, "goodput_gbps"), 1.0, "%s: %v", tr, row)
+				require.Positive(t, mustFloat(t, row, "loss_drops"), "%s: the run should see loss", tr)
 			}
 			require.Equal(t, jsonOf(t, res), jsonOf(t, run()))
 		})
@@ -159,11 +156,12 @@ func TestOpsCollective(t *testing.T) {
 		require.NoError(t, err)
 		res, err := e.Execute(Options{})
 		require.NoError(t, err)
+		// 2 transports x 2 kinds x 2 placements x PFC off and on.
+		require.Len(t, res.Rows, 16, "ops %s", ops)
 		for _, row := range res.Rows {
 			fin, _ := row.Get("finished")
 			require.Equal(t, true, fin, "ops %s: %v", ops, row)
-			failed, _ := row.Float("failed_wrs")
-			require.Zero(t, failed, "ops %s: %v", ops, row)
+			require.Zero(t, mustFloat(t, row, "failed_wrs"), "ops %s: %v", ops, row)
 		}
 	}
 }

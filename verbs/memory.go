@@ -188,16 +188,20 @@ func (pd *ProtectionDomain) register(buf []byte, addr uint64, at bool, access Ac
 // region's keys match nothing (a peer's later WRITE or READ under its rkey
 // fails with a remote access error, a local SGE naming it is refused at
 // post time) and no transport places a byte into its memory or sends one
-// from it (see Source): work requests that were already posted with it
-// complete with StatusLocalProtError instead of succeeding, and a peer's
-// WRITE under way into it is refused with a remote access error. The
-// application may reuse buf at once. It fails with ErrRegionInvalid only
-// if the region is not registered.
+// from it (see Placeable, Revoked):
+//   - work requests already posted with it complete with
+//     StatusLocalProtError instead of succeeding; one whose source goes
+//     before all of it was sent also puts its queue pair in the error
+//     state, as a local protection error does (the peer's receive it had
+//     started never completes);
+//   - a peer's WRITE under way into it is refused with a remote access
+//     error;
+//   - a peer's READ being served from it gets no more of its bytes and
+//     fails at the peer with StatusRemoteAccessError, as a new READ under
+//     the dead key does.
 //
-// Not yet: a peer's READ being served from the region when it is
-// deregistered gets zeros for the rest of its data and succeeds (it
-// should fail with a remote access error, as a new READ under the dead
-// key does).
+// The application may reuse buf at once. It fails with ErrRegionInvalid
+// only if the region is not registered.
 func (m *MemoryRegion) Deregister() error {
 	if !m.valid {
 		return ErrRegionInvalid
@@ -267,37 +271,20 @@ func (t *RegionTable) CheckRemote(pd *ProtectionDomain, rkey RKey, addr uint64, 
 // queue pair may only be created in a domain of its own device).
 func (t *RegionTable) Owns(pd *ProtectionDomain) bool { return pd != nil && pd.t == t }
 
-// Source returns b, bytes of m a transport is about to send, while m is
-// registered, and as many zero bytes once it has been deregistered: a
-// transport sending from a revoked region sends nothing of the memory the
-// application got back (the work request fails anyway; see Deregister).
-// m may be nil (no region: b is returned).
-func (m *MemoryRegion) Source(b []byte) []byte {
-	if m == nil || m.valid {
-		return b
-	}
-	if len(b) <= len(zeroChunk) {
-		return zeroChunk[:len(b)]
-	}
-	return make([]byte, len(b))
-}
-
-// zeroChunk backs Source: one packet's payload of zeros (the largest MTU
-// of either transport fits).
-var zeroChunk [9216]byte
-
 // Placeable reports whether bytes may be placed into m now (m nil: no
 // region, nothing to check).
 func (m *MemoryRegion) Placeable() bool { return m == nil || m.valid }
 
-// revoked reports whether m was deregistered while work used it.
-func (m *MemoryRegion) revoked() bool { return m != nil && !m.valid }
+// Revoked reports whether m was deregistered while work used it (m nil:
+// no region, never revoked). A transport checks it before it sends bytes
+// of a region it resolved earlier.
+func (m *MemoryRegion) Revoked() bool { return m != nil && !m.valid }
 
 // FailIfRevoked returns st, or StatusLocalProtError when st is a success
 // but m (the local memory of the work request) was deregistered before it
 // completed: the completion a transport reports for such work.
 func FailIfRevoked(m *MemoryRegion, st Status) Status {
-	if st == StatusSuccess && m.revoked() {
+	if st == StatusSuccess && m.Revoked() {
 		return StatusLocalProtError
 	}
 	return st

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/internal/golden"
 )
 
 func TestDemoVerifiesEveryScenario(t *testing.T) {
@@ -32,4 +34,13 @@ func TestVersionCommand(t *testing.T) {
 	cmd.SetArgs([]string{"version"})
 	require.NoError(t, cmd.Execute())
 	require.Equal(t, "metaroce dev\n", out.String())
+}
+
+// `metaroce demo` with its default flags (what `make demo-mem` runs) is
+// deterministic (virtual time, seeded link): its output is the golden
+// file the README quotes (go test ./cmd/metaroce -update rewrites both).
+func TestDemoGolden(t *testing.T) {
+	out, stderr, err := execute(t, "demo")
+	require.NoError(t, err, stderr)
+	golden.File(t, "testdata/demo-mem.golden", []byte(out))
 }

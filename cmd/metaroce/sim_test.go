@@ -47,7 +47,7 @@ func TestSimJSON(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, stderr, "no progress bar when stderr is not a terminal")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.NotEmpty(t, lines)
+	require.Len(t, lines, 4, "2 transports x 2 loss rates:\n%s", out)
 	for _, l := range lines {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))

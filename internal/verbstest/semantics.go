@@ -49,25 +49,17 @@ func setup(t *testing.T, mk Devices) *fixture {
 // region registers n bytes filled with fill.
 func region(t *testing.T, pd *verbs.ProtectionDomain, n int, fill func(i int) byte, access verbs.Access) (*verbs.MemoryRegion, []byte) {
 	t.Helper()
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = fill(i)
-	}
-	m, err := pd.RegisterMR(b, access)
-	require.NoError(t, err)
-	return m, b
+	return Region(t, pd, n, fill, access)
 }
 
-func ee(int) byte          { return 0xEE }
+func ee(i int) byte        { return EE(i) }
 func pattern(i int) byte   { return byte(i*7 + 3) }
 func eeBytes(n int) []byte { return bytes.Repeat([]byte{0xEE}, n) }
 
 // wait runs until cq yields one completion and returns it.
 func (f *fixture) wait(t *testing.T, cq *verbs.CompletionQueue) verbs.WorkCompletion {
 	t.Helper()
-	var wc [1]verbs.WorkCompletion
-	require.NoError(t, f.p.RunUntil(func() bool { return cq.Poll(wc[:]) == 1 }, f.p.Now+60e9))
-	return wc[0]
+	return WaitOne(t, f.p, cq, 60e9)
 }
 
 func (f *fixture) post(t *testing.T, wr verbs.SendWR) {
@@ -84,17 +76,6 @@ func Revoke(t *testing.T, mk Devices) {
 	f := setup(t, mk)
 	target, _ := region(t, f.pb, 64<<10, ee, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
 
-	// The source of a WRITE in flight.
-	src0, _ := region(t, f.pa, 64<<10, pattern, 0)
-	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: src0.SGE(0, 64<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
-	require.NoError(t, src0.Deregister())
-	require.ErrorIs(t, src0.Deregister(), verbs.ErrRegionInvalid)
-	wc := f.wait(t, f.cqa)
-	require.Equal(t, uint64(1), wc.WRID)
-	require.Equal(t, verbs.StatusLocalProtError, wc.Status)
-	require.Equal(t, f.qa.QPN(), wc.QPN)
-	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend, Local: src0.SGE(0, 10)}), verbs.ErrBadSGE,
-		"a local SGE naming a deregistered region is refused at post time")
 	src, _ := region(t, f.pa, 64<<10, pattern, 0)
 
 	// A posted receive whose memory is deregistered before the SEND lands.
@@ -102,7 +83,7 @@ func Revoke(t *testing.T, mk Devices) {
 	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 2, Local: recv.SGE(0, 4096)}))
 	require.NoError(t, recv.Deregister())
 	f.post(t, verbs.SendWR{ID: 3, Opcode: verbs.WRSend, Local: src.SGE(0, 3000)})
-	wc = f.wait(t, f.cqb)
+	wc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(2), wc.WRID)
 	require.Equal(t, verbs.StatusLocalProtError, wc.Status)
 	require.True(t, bytes.Equal(eeBytes(4096), rb), "nothing placed into the revoked receive buffer")
@@ -129,6 +110,87 @@ func Revoke(t *testing.T, mk Devices) {
 	require.Equal(t, verbs.StatusRemoteAccessError, wc.Status)
 	require.True(t, bytes.Equal(snap, t2b), "nothing placed after Deregister returned")
 	require.False(t, bytes.Equal(src.Bytes(), snap), "the WRITE had not finished when its target went")
+
+	// A READ's source, deregistered while the responder is serving it: the
+	// READ fails at the requester with a remote access error, as a new
+	// READ under the dead key would, and nothing more is sent from the
+	// region (no zeros in its place). On a fresh session: the remote
+	// access error above ends a RoCEv2 queue pair.
+	f = setup(t, mk)
+	const readLen = 1 << 20
+	rsrc, _ := region(t, f.pb, readLen, pattern, verbs.AccessRemoteRead)
+	rdst, rdb := region(t, f.pa, readLen, ee, verbs.AccessLocalWrite)
+	f.post(t, verbs.SendWR{ID: 6, Opcode: verbs.WRRead, Local: rdst.SGE(0, readLen), RemoteAddr: rsrc.Addr(), RKey: rsrc.RKey()})
+	require.NoError(t, f.p.RunUntil(func() bool { return !bytes.Equal(eeBytes(readLen), rdb) }, f.p.Now+10e9))
+	require.NoError(t, rsrc.Deregister())
+	wc = f.wait(t, f.cqa)
+	require.Equal(t, uint64(6), wc.WRID)
+	require.Equal(t, verbs.StatusRemoteAccessError, wc.Status, "a READ whose source went mid-transfer fails")
+	landed := landedFrom(t, rdb, pattern, "READ destination")
+	require.Less(t, landed, readLen, "the READ had not finished when its source went")
+	t.Logf("READ from a revoked source: %d of %d bytes had landed", landed, readLen)
+
+	// The source of a WRITE, deregistered before any of it went out:
+	// nothing is sent from it (no zeros in its place at the target), the
+	// work request fails, and later posts naming the region are refused.
+	// A fresh session again: the failure ends the queue pair.
+	f = setup(t, mk)
+	target, _ = region(t, f.pb, 64<<10, ee, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	src0, _ := region(t, f.pa, 64<<10, pattern, 0)
+	f.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: src0.SGE(0, 64<<10), RemoteAddr: target.Addr(), RKey: target.RKey()})
+	require.NoError(t, src0.Deregister())
+	require.ErrorIs(t, src0.Deregister(), verbs.ErrRegionInvalid)
+	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend, Local: src0.SGE(0, 10)}), verbs.ErrBadSGE,
+		"a local SGE naming a deregistered region is refused at post time")
+	wc = f.wait(t, f.cqa)
+	require.Equal(t, uint64(1), wc.WRID)
+	require.Equal(t, verbs.StatusLocalProtError, wc.Status)
+	require.Equal(t, f.qa.QPN(), wc.QPN)
+	f.settle()
+	require.True(t, bytes.Equal(eeBytes(64<<10), target.Bytes()), "nothing sent from the revoked WRITE source")
+
+	// The source of a SEND, deregistered while it is being sent: the rest
+	// is not sent, the SEND fails, and the peer's receive never completes
+	// as a success (it had data of the region only, never a stand-in).
+	f = setup(t, mk)
+	const sendLen = 1 << 20
+	ssrc, _ := region(t, f.pa, sendLen, pattern, 0)
+	srecv, srb := region(t, f.pb, sendLen, ee, verbs.AccessLocalWrite)
+	require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 8, Local: srecv.SGE(0, sendLen)}))
+	f.post(t, verbs.SendWR{ID: 7, Opcode: verbs.WRSend, Local: ssrc.SGE(0, sendLen)})
+	require.NoError(t, f.p.RunUntil(func() bool { return !bytes.Equal(eeBytes(sendLen), srb) }, f.p.Now+10e9))
+	require.NoError(t, ssrc.Deregister())
+	wc = f.wait(t, f.cqa)
+	require.Equal(t, uint64(7), wc.WRID)
+	require.Equal(t, verbs.StatusLocalProtError, wc.Status)
+	f.settle()
+	var wcs [4]verbs.WorkCompletion
+	for _, wc := range wcs[:f.cqb.Poll(wcs[:])] {
+		require.NotEqual(t, verbs.StatusSuccess, wc.Status, "the receive of a SEND cut short does not succeed: %+v", wc)
+	}
+	landed = landedFrom(t, srb, pattern, "receive buffer")
+	require.Less(t, landed, sendLen, "the SEND had not finished when its source went")
+	t.Logf("SEND from a revoked source: %d of %d bytes had landed", landed, sendLen)
+}
+
+// landedFrom checks that every byte of b that changed from 0xEE is the
+// source's own (src), never a stand-in for it, and counts them.
+func landedFrom(t *testing.T, b []byte, src func(i int) byte, what string) int {
+	t.Helper()
+	n := 0
+	for i, x := range b {
+		if x != 0xEE {
+			require.Equal(t, src(i), x, "%s byte %d: only the source's own bytes, never a stand-in", what, i)
+			n++
+		}
+	}
+	return n
+}
+
+// settle runs the pair for another virtual second, or until nothing is
+// left to happen.
+func (f *fixture) settle() {
+	_ = f.p.RunUntil(func() bool { return false }, f.p.Now+1e9)
 }
 
 // DestroyOne: destroying one queue pair of a session (verbs.QP.Destroy)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/test/internal/binary"
+	"github.com/metaroce/metaroce/test/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -31,10 +32,7 @@ func repoRoot(t *testing.T) string {
 }
 
 func TestTsharkDecodesCapture(t *testing.T) {
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		t.Fatal("tshark not found: scripts/install-deps.sh installs it (make deps)")
-	}
+	tshark := testenv.Tool(t, "tshark", "Debian package tshark; scripts/install-deps.sh installs it (make deps)")
 	lua := filepath.Join(repoRoot(t), "tools", "wireshark", "metaroce.lua")
 	bin := binary.Build(t)
 	dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 	"github.com/metaroce/metaroce/engine/dpdkengine"
 	"github.com/metaroce/metaroce/mempool"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/test/internal/testenv"
 	"github.com/metaroce/metaroce/verbs"
 	"github.com/stretchr/testify/require"
 )
@@ -29,13 +30,9 @@ func TestKernelFabric(t *testing.T) {
 		child(t, Topology{Prefix: prefix})
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("kernel fabric: needs root (network namespaces, veths, nftables); skipped")
-	}
+	testenv.Root(t, "kernel fabric: network namespaces, veths, nftables")
 	for _, tool := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("kernel fabric: %s not installed (scripts/install-deps.sh installs iproute2 and nftables)", tool)
-		}
+		testenv.Tool(t, tool, "scripts/install-deps.sh installs iproute2 and nftables")
 	}
 	topo := Topology{Prefix: fmt.Sprintf("mrf%d", os.Getpid()%100000)}
 	t.Cleanup(func() {

@@ -14,6 +14,7 @@ import (
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/engine/dpdkengine"
 	"github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/test/internal/testenv"
 )
 
 const tapChildEnv = "MR_TAP_CHILD_NS"
@@ -30,9 +31,7 @@ func TestTapChecksumOffload(t *testing.T) {
 		tapChild(t)
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("tap offload: needs root (network namespace, tap devices, bridge); skipped")
-	}
+	testenv.Root(t, "tap offload: network namespace, tap devices, bridge")
 	ns := fmt.Sprintf("mrtap%d", os.Getpid()%100000)
 	_, err := Run("ip", "netns", "add", ns)
 	require.NoError(t, err)

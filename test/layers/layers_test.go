@@ -66,8 +66,10 @@ var layers = map[string][]string{
 	"configs":      {},
 	"cmd/metaroce": {"*"},
 	// Test support and end-to-end tests.
-	"internal/verbstest":     {"verbs", "engine/mempair"},
+	"internal/verbstest":     {"verbs", "engine/mempair", "engine/memlink"},
+	"internal/golden":        {},
 	"test/internal/binary":   {},
+	"test/internal/testenv":  {},
 	"test/cli":               {"*"},
 	"test/dissector":         {"*"},
 	"test/kernelfabric":      {"*"},

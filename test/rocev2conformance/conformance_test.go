@@ -33,6 +33,7 @@ import (
 
 	"github.com/metaroce/metaroce/engine/pcap"
 	"github.com/metaroce/metaroce/rocev2"
+	"github.com/metaroce/metaroce/test/internal/testenv"
 )
 
 // python is Debian's interpreter, where python3-scapy installs scapy.
@@ -44,12 +45,9 @@ const moduleRoot = "../.."
 
 func requireTools(t *testing.T) string {
 	t.Helper()
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		t.Skip("tshark not installed (Debian package tshark; run scripts/install-deps.sh)")
-	}
+	tshark := testenv.Tool(t, "tshark", "Debian package tshark; run scripts/install-deps.sh")
 	if err := exec.Command(python, "-c", "import scapy.contrib.roce").Run(); err != nil {
-		t.Skipf("%s cannot import scapy.contrib.roce (Debian package python3-scapy; run scripts/install-deps.sh): %v", python, err)
+		testenv.Unavailable(t, "%s cannot import scapy.contrib.roce (Debian package python3-scapy; run scripts/install-deps.sh): %v", python, err)
 	}
 	return tshark
 }
