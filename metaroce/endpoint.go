@@ -267,9 +267,6 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
-		if c.state >= connClosed {
-			continue // closed while it waited in line
-		}
 		if meta, sent := c.produce(now, buf); sent {
 			e.planeRR = (int(meta.Plane) + 1) % e.cfg.Planes
 			// Round robin: the connection goes to the back of the line,

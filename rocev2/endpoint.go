@@ -212,9 +212,6 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort)}, true
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
-		if c.state >= stateClosed {
-			continue // closed while it waited in line
-		}
 		if meta, sent := c.produce(now, buf); sent {
 			// Round robin: the QP goes to the back of the line if it
 			// has more to send now.

@@ -12,6 +12,7 @@ package queue
 type Slot[C any] struct {
 	Timer      // Deadline is the connection's next deadline (Never: none)
 	ready bool // in the ready line
+	gone  bool // forgotten: PopReady passes it over
 	conn  C
 }
 
@@ -33,10 +34,10 @@ func (s *Slot[C]) Ready() bool { return s.ready }
 //   - One goroutine: the endpoint's owner, the only one that calls the
 //     endpoint. No method is safe for concurrent use; none blocks.
 //   - Ownership: the scheduler holds references to connections but owns
-//     none. The endpoint creates them and calls Forget when one goes away,
-//     which drops its timer; a forgotten connection still in the ready
-//     line is handed out by PopReady once more, so the endpoint must skip
-//     connections it has closed.
+//     none. The endpoint creates them and calls Forget when one goes away:
+//     that drops its timer, and PopReady never hands it out again (it
+//     leaves the ready line when its turn comes, so ReadyLen counts it
+//     until then).
 //   - Once: a connection is in the ready line at most once, at the place
 //     it first became ready; Requeue while it waits does not move it.
 //   - Round robin: PopReady hands connections out in the order they became
@@ -77,16 +78,19 @@ func (s *Scheduler[C]) Requeue(sl *Slot[C]) {
 }
 
 // PopReady removes the connection at the front of the ready line and
-// returns it; false when the line is empty. The connection keeps its
-// deadline; it is ready again only when Requeue says so.
+// returns it, passing over forgotten ones; false when the line is empty.
+// The connection keeps its deadline; it is ready again only when Requeue
+// says so.
 func (s *Scheduler[C]) PopReady() (C, bool) {
-	if s.ready.Len() == 0 {
-		var zero C
-		return zero, false
+	for s.ready.Len() > 0 {
+		sl := s.ready.Pop()
+		sl.ready = false
+		if !sl.gone {
+			return sl.conn, true
+		}
 	}
-	sl := s.ready.Pop()
-	sl.ready = false
-	return sl.conn, true
+	var zero C
+	return zero, false
 }
 
 // ReadyLen is the number of connections in the ready line.
@@ -100,9 +104,14 @@ func (s *Scheduler[C]) NextDeadline() int64 {
 	return s.timers.items[0].Deadline // the heap's Min without its indirect call
 }
 
-// Forget drops a connection's timer, for one that went away. See the
-// ownership rule: it may still be in the ready line.
-func (s *Scheduler[C]) Forget(sl *Slot[C]) { s.timers.Remove(sl) }
+// Forget drops a connection's timer and keeps PopReady from handing it
+// out, for one that went away. SetDeadline may still queue its timer (an
+// endpoint that does so gets it back from Expire); nothing makes PopReady
+// hand it out again.
+func (s *Scheduler[C]) Forget(sl *Slot[C]) {
+	sl.gone = true
+	s.timers.Remove(sl)
+}
 
 // Expire takes every connection whose deadline is at or before now out of
 // the heap, earliest first, and then calls run on each in that order. run

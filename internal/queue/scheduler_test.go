@@ -175,7 +175,17 @@ func TestSchedulerForget(t *testing.T) {
 	var ran []int
 	s.Expire(10, func(c *conn) { ran = append(ran, c.id) })
 	require.Equal(t, []int{1}, ran, "a forgotten connection has no timer")
-	require.Equal(t, []int{0, 1}, drain(t, &s), "but stays in the ready line (the caller skips it)")
+	require.Equal(t, 2, s.ReadyLen(), "it leaves the line when its turn comes")
+	require.Equal(t, []int{1}, drain(t, &s), "and is not handed out")
+
+	// Requeue cannot bring it back; a deadline set after Forget still fires.
+	s.Requeue(&cs[0].s)
+	touch(&s, cs[1], Never, true)
+	require.Equal(t, []int{1}, drain(t, &s))
+	s.SetDeadline(&cs[0].s, 20)
+	ran = ran[:0]
+	s.Expire(20, func(c *conn) { ran = append(ran, c.id) })
+	require.Equal(t, []int{0}, ran)
 }
 
 func TestSchedulerSteadyStateAllocatesNothing(t *testing.T) {
