@@ -1,10 +1,11 @@
 // Package metrics exposes a running metaroce instance's counters to
 // Prometheus: metaroce_* names, counters ending in _total, base units
 // (bytes, seconds), labels bounded in number (transport: 2 values; conn:
-// at most MaxConns per transport; path: at most MaxPaths per connection).
+// at most MaxConns per transport; path: at most MaxPaths per connection;
+// reason: a fixed set per family, listed in the README).
 //
 // The engine goroutine owns the counters; it hands copies to a Collector
-// (SetConns) and the Collector serves the latest copy to scrapes, so a
+// (SetConns, SetEndpoint) and the Collector serves the latest copy to scrapes, so a
 // scrape never races with the data path.
 package metrics
 
