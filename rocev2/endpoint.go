@@ -209,10 +209,11 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			e.c.CMRejectsSent++
 		}
 		e.portUsed(now, n)
-		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort)}, true
+		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort), ECT: ecnCapable(buf[:n])}, true
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
 		if meta, sent := c.produce(now, buf); sent {
+			meta.ECT = ecnCapable(buf[:meta.Len])
 			// Round robin: the QP goes to the back of the line if it
 			// has more to send now.
 			e.touch(c, now)
