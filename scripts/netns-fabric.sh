@@ -28,7 +28,7 @@
 #           spine set.
 #   down    removes every namespace named PREFIX* (with its veths).
 #   status  namespaces, ECMP routes, nftables counters, tbf statistics.
-# PREFIX is $MR_FABRIC_PREFIX, default "mrfab-". Nothing outside the
+# PREFIX is $MR_FABRIC_PREFIX (ending in "-"), default "mrfab-". Nothing outside the
 # namespaces named PREFIX* is touched, and traffic only flows between them.
 set -euo pipefail
 
@@ -41,7 +41,7 @@ RATE=
 RATE_SPINE=1
 
 usage() {
-	sed -n '/^# Usage:/,/^# PREFIX/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '/^# Usage:/,/traffic only flows/p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -67,8 +67,10 @@ while [ $# -gt 0 ]; do
 	shift 2
 done
 
+# The trailing "-" keeps one prefix from matching another's namespaces
+# (mrfs12- never matches mrfs123-hosts).
 case $PREFIX in
-'' | *[!A-Za-z0-9_.-]*) die "MR_FABRIC_PREFIX=$PREFIX: want letters, digits, _ . -" ;;
+*[!A-Za-z0-9_.-]* | *[!-] | -*) die "MR_FABRIC_PREFIX=$PREFIX: want letters, digits, _ . - ending in -" ;;
 esac
 [[ $SPINES =~ ^[0-9]+$ ]] && [ "$SPINES" -ge 1 ] && [ "$SPINES" -le 64 ] || die "--spines $SPINES: want 1..64"
 [[ $RATE_SPINE =~ ^[0-9]+$ ]] && [ "$RATE_SPINE" -ge 1 ] && [ "$RATE_SPINE" -le "$SPINES" ] ||
