@@ -130,28 +130,9 @@ func TestFabricScript(t *testing.T) {
 
 	// A real perf across the fabric: server and client in the hosts
 	// namespace, on 10.2.0.2 and 10.1.0.2 (the profile's addresses).
-	before := f.spineRx()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	hosts := f.prefix + "hosts"
-	srv := exec.CommandContext(ctx, "ip", "netns", "exec", hosts, bin, "perf", "write_bw", "--profile", profile,
-		"--wait", "30s", "--progress", "never")
-	var srvOut strings.Builder
-	srv.Stdout, srv.Stderr = &srvOut, &srvOut
-	require.NoError(t, srv.Start())
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Wait() }()
 	const iters = 200
-	cli := exec.CommandContext(ctx, "ip", "netns", "exec", hosts, bin, "perf", "write_bw", "--profile", profile,
-		"10.2.0.2", "-n", strconv.Itoa(iters), "--progress", "never")
-	out, err := cli.CombinedOutput()
-	require.NoError(t, err, "perf client:\n%s", out)
-	require.NoError(t, <-srvDone, "perf server:\n%s", srvOut.String())
-	t.Logf("perf client:\n%s", out)
-	require.Regexp(t, `(?m)^ 65536\s+`+strconv.Itoa(iters)+`\s+[0-9.]+\s+[0-9.]+`, string(out), "a result row")
-	require.Contains(t, string(out), "local address: 10.1.0.2:4794")
-	require.Contains(t, string(out), "remote address: 10.2.0.2:4794")
-
+	before := f.spineRx()
+	f.perf(bin, iters)
 	// The bytes crossed the fabric, not the hosts' loopback: the spines
 	// received at least one packet per MTU of data from leafA.
 	after := f.spineRx()
@@ -164,4 +145,70 @@ func TestFabricScript(t *testing.T) {
 	t.Logf("perf: packets from leafA per spine %v", per)
 	const mtu = 1396 // metaroce.mtu in the profile
 	require.GreaterOrEqual(t, total, uint64(iters*65536/mtu), "spines carried the data: %v", per)
+
+	// The impairments act on real traffic: 1% loss and 1% CE on every
+	// spine (~50 of each for ~9,400 data packets; none is a ~1e-20 chance)
+	// and tbf on r1; metaroce repairs the loss and perf completes.
+	f.script("up", "--spines", strconv.Itoa(spines), "--loss", "1", "--ce", "1", "--rate", "1gbit")
+	f.perf(bin, iters)
+	var drops, marks uint64
+	for i := 1; i <= spines; i++ {
+		out := f.ip("netns", "exec", fmt.Sprintf("%sr%d", f.prefix, i), "nft", "list", "table", "ip", "mrfabric")
+		drops += counter(t, out, "loss")
+		marks += counter(t, out, "ce")
+	}
+	tbfOut, err := exec.Command("tc", "-s", "-n", f.prefix+"r1", "qdisc", "show", "dev", "rb0").CombinedOutput()
+	require.NoError(t, err, "tc: %s", tbfOut)
+	tbf := string(tbfOut)
+	t.Logf("1%% loss, 1%% CE: nftables dropped %d and marked %d; r1: %s", drops, marks, strings.TrimSpace(tbf))
+	require.NotZero(t, drops, "nftables dropped nothing")
+	require.NotZero(t, marks, "nftables marked nothing CE (metaroce sends ECT(0))")
+	require.Regexp(t, `tbf .* rate 1Gbit`, tbf)
+	require.NotRegexp(t, `Sent 0 bytes`, tbf, "tbf on r1 passed nothing")
+}
+
+var counterRE = regexp.MustCompile(`counter packets (\d+) bytes \d+ .*comment "(\w+)"`)
+
+// counter returns the packets of the nftables rule commented name.
+func counter(t *testing.T, table, name string) uint64 {
+	t.Helper()
+	for _, m := range counterRE.FindAllStringSubmatch(table, -1) {
+		if m[2] == name {
+			v, err := strconv.ParseUint(m[1], 10, 64)
+			require.NoError(t, err)
+			return v
+		}
+	}
+	t.Fatalf("no nftables rule %q in:\n%s", name, table)
+	return 0
+}
+
+// perf runs metaroce perf write_bw, server and client in the hosts
+// namespace with the profile, iters messages of 64 KiB, bounded in time.
+func (f fab) perf(bin string, iters int) {
+	t := f.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	hosts := f.prefix + "hosts"
+	srv := exec.CommandContext(ctx, "ip", "netns", "exec", hosts, bin, "perf", "write_bw", "--profile", profile,
+		"--wait", "30s", "--progress", "never")
+	var srvOut strings.Builder
+	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	require.NoError(t, srv.Start())
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Wait() }()
+	cli := exec.CommandContext(ctx, "ip", "netns", "exec", hosts, bin, "perf", "write_bw", "--profile", profile,
+		"10.2.0.2", "-n", strconv.Itoa(iters), "--progress", "never")
+	out, err := cli.CombinedOutput()
+	if err != nil {
+		cancel()
+		<-srvDone
+		t.Fatalf("perf client: %v\n%s\nserver:\n%s", err, out, srvOut.String())
+	}
+	require.NoError(t, <-srvDone, "perf server:\n%s", srvOut.String())
+	t.Logf("perf client:\n%s", out)
+	require.Regexp(t, `(?m)^ 65536\s+`+strconv.Itoa(iters)+`\s+[0-9.]+\s+[0-9.]+`, string(out), "a result row")
+	require.Contains(t, string(out), "local address: 10.1.0.2:4794")
+	require.Contains(t, string(out), "remote address: 10.2.0.2:4794")
 }
