@@ -1,10 +1,11 @@
 // Package metrics exposes a running metaroce instance's counters to
 // Prometheus: metaroce_* names, counters ending in _total, base units
 // (bytes, seconds), labels bounded in number (transport: 2 values; conn:
-// at most MaxConns per transport; path: at most MaxPaths per connection).
+// at most MaxConns per transport; path: at most MaxPaths per connection;
+// reason: a fixed set per family, listed in the README).
 //
 // The engine goroutine owns the counters; it hands copies to a Collector
-// (SetConns) and the Collector serves the latest copy to scrapes, so a
+// (SetConns, SetEndpoint) and the Collector serves the latest copy to scrapes, so a
 // scrape never races with the data path.
 package metrics
 
@@ -27,7 +28,22 @@ type Backend struct {
 	TxPackets, TxBytes, TxErrors                uint64
 	RxPackets, RxBytes, RxCE                    uint64
 	RxInjectedDrops, RxUnknownPeer, RxTruncated uint64
-	RxKernelDrops                               uint64
+	RxKernelDrops, RxOtherDrops                 uint64
+}
+
+// Count is one reason's counter of a labelled family: the transport's
+// snapshot says which reasons it has, so a reason one transport cannot
+// see is absent rather than a misleading 0. Reasons are fixed strings
+// (bounded label values).
+type Count struct {
+	Reason string
+	N      uint64
+}
+
+// Endpoint is a copy of a transport endpoint's counters of packets it
+// received and dropped before (or without) finding their connection.
+type Endpoint struct {
+	RxDropped []Count // reasons crc, malformed, unknown_conn
 }
 
 // Conn is a copy of one connection's (metaroce) or QP's (rocev2) counters.
@@ -43,7 +59,14 @@ type Conn struct {
 	// hint, not paced); Inflight its sequenced packets not yet acknowledged.
 	RateHintBps float64
 	Inflight    int
-	Paths       []Path
+	// RxDropped: packets of this connection received and not placed (or
+	// not acted on), by reason (crc, malformed, duplicate,
+	// stale_generation, ...). TxExtra: packets sent beyond the data's
+	// first transmissions and the resends DataResent counts (probe: tail
+	// and re-probe NOPs; moved: copies moved off a failed or timed-out
+	// path).
+	RxDropped, TxExtra []Count
+	Paths              []Path
 }
 
 // Path is a copy of one metaroce path's counters and state.
@@ -59,14 +82,15 @@ type Path struct {
 
 // Collector is a prometheus.Collector over the latest copies.
 type Collector struct {
-	mu       sync.Mutex
-	backends map[string]func() Backend
-	conns    map[string][]Conn
+	mu        sync.Mutex
+	backends  map[string]func() Backend
+	conns     map[string][]Conn
+	endpoints map[string]Endpoint
 }
 
 // NewCollector returns an empty collector.
 func NewCollector() *Collector {
-	return &Collector{backends: map[string]func() Backend{}, conns: map[string][]Conn{}}
+	return &Collector{backends: map[string]func() Backend{}, conns: map[string][]Conn{}, endpoints: map[string]Endpoint{}}
 }
 
 // SetBackend registers the function that reads a transport's backend
@@ -84,6 +108,13 @@ func (c *Collector) SetConns(transport string, conns []Conn) {
 	}
 	c.mu.Lock()
 	c.conns[transport] = conns
+	c.mu.Unlock()
+}
+
+// SetEndpoint replaces the copy of a transport endpoint's counters.
+func (c *Collector) SetEndpoint(transport string, e Endpoint) {
+	c.mu.Lock()
+	c.endpoints[transport] = e
 	c.mu.Unlock()
 }
 
@@ -108,6 +139,10 @@ var (
 	bRxBytes   = counter("metaroce_backend_rx_bytes_total", "UDP payload bytes the backend received.", "transport")
 	bRxCE      = counter("metaroce_backend_rx_ce_total", "Datagrams received with ECN Congestion Experienced.", "transport")
 	bRxDrop    = counter("metaroce_backend_rx_dropped_total", "Datagrams received and dropped before the transport, by reason.", "transport", "reason")
+
+	eRxDrop = counter("metaroce_endpoint_rx_dropped_total", "Packets the transport endpoint dropped before finding a connection (crc counts every CRC failure), by reason.", "transport", "reason")
+	cRxDrop = counter("metaroce_conn_rx_dropped_total", "Packets of a connection received and not placed, by reason.", "transport", "conn", "reason")
+	cTxXtra = counter("metaroce_conn_tx_extra_packets_total", "Packets a connection sent beyond first transmissions and data resends, by reason.", "transport", "conn", "reason")
 
 	cTx       = counter("metaroce_conn_tx_packets_total", "Packets a connection sent.", "transport", "conn")
 	cTxBytes  = counter("metaroce_conn_tx_bytes_total", "Bytes a connection sent.", "transport", "conn")
@@ -136,7 +171,7 @@ var (
 	cInfl    = gauge("metaroce_conn_inflight_packets", "Sequenced packets not yet acknowledged.", "transport", "conn")
 )
 
-var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, cTx, cTxBytes, cRx, cRxBytes,
+var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, eRxDrop, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
 	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
 	pWindow, pRestore, pReroll, cHint, cInfl}
 
@@ -166,6 +201,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(bRxDrop, float64(b.RxUnknownPeer), t, "unknown_peer")
 		emit(bRxDrop, float64(b.RxTruncated), t, "truncated")
 		emit(bRxDrop, float64(b.RxKernelDrops), t, "socket_buffer")
+		emit(bRxDrop, float64(b.RxOtherDrops), t, "other")
+	}
+	for t, e := range c.endpoints {
+		for _, n := range e.RxDropped {
+			emit(eRxDrop, float64(n.N), t, n.Reason)
+		}
 	}
 	for t, conns := range c.conns {
 		for _, k := range conns {
@@ -180,6 +221,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(cTimeouts, float64(k.Timeouts), t, k.ID)
 			emit(cRetries, float64(k.Retries), t, k.ID)
 			emit(cMsgs, float64(k.Messages), t, k.ID)
+			for _, n := range k.RxDropped {
+				emit(cRxDrop, float64(n.N), t, k.ID, n.Reason)
+			}
+			for _, n := range k.TxExtra {
+				emit(cTxXtra, float64(n.N), t, k.ID, n.Reason)
+			}
 			if len(k.Paths) > 0 {
 				emit(cHint, k.RateHintBps/8, t, k.ID)
 				emit(cInfl, float64(k.Inflight), t, k.ID)

@@ -13,15 +13,18 @@ func TestCollectorNamesAndValues(t *testing.T) {
 	c := NewCollector()
 	c.SetBackend("metaroce", func() Backend { return Backend{TxPackets: 10, RxInjectedDrops: 3} })
 	c.SetConns("metaroce", []Conn{{ID: "1", DataResent: 4, RateHintBps: 25e9,
+		RxDropped: []Count{{"duplicate", 5}, {"stale_generation", 6}}, TxExtra: []Count{{"moved", 8}},
 		Paths: []Path{{TxPackets: 7, SRTT: 20 * time.Microsecond, Window: 12}}}})
+	c.SetEndpoint("metaroce", Endpoint{RxDropped: []Count{{"crc", 2}, {"unknown_conn", 9}}})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	n, err := testutil.GatherAndCount(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 10 backend series, 13 per connection, 12 per path.
-	if n != 10+13+12 {
+	// 11 backend series, 2 endpoint drop reasons, 13 per connection and
+	// its 3 reasons, 12 per path.
+	if n != 11+2+13+3+12 {
 		t.Fatalf("%d series", n)
 	}
 	want := `
@@ -38,8 +41,20 @@ metaroce_path_window_packets{conn="1",path="0",transport="metaroce"} 12
 # HELP metaroce_conn_rate_hint_bytes_per_second The rate the peer's last ACK asked for (0: none).
 # TYPE metaroce_conn_rate_hint_bytes_per_second gauge
 metaroce_conn_rate_hint_bytes_per_second{conn="1",transport="metaroce"} 3.125e+09
+# HELP metaroce_conn_rx_dropped_total Packets of a connection received and not placed, by reason.
+# TYPE metaroce_conn_rx_dropped_total counter
+metaroce_conn_rx_dropped_total{conn="1",reason="duplicate",transport="metaroce"} 5
+metaroce_conn_rx_dropped_total{conn="1",reason="stale_generation",transport="metaroce"} 6
+# HELP metaroce_conn_tx_extra_packets_total Packets a connection sent beyond first transmissions and data resends, by reason.
+# TYPE metaroce_conn_tx_extra_packets_total counter
+metaroce_conn_tx_extra_packets_total{conn="1",reason="moved",transport="metaroce"} 8
+# HELP metaroce_endpoint_rx_dropped_total Packets the transport endpoint dropped before finding a connection (crc counts every CRC failure), by reason.
+# TYPE metaroce_endpoint_rx_dropped_total counter
+metaroce_endpoint_rx_dropped_total{reason="crc",transport="metaroce"} 2
+metaroce_endpoint_rx_dropped_total{reason="unknown_conn",transport="metaroce"} 9
 `), "metaroce_conn_data_resent_total", "metaroce_path_srtt_seconds", "metaroce_path_window_packets",
-		"metaroce_conn_rate_hint_bytes_per_second"); err != nil {
+		"metaroce_conn_rate_hint_bytes_per_second", "metaroce_conn_rx_dropped_total", "metaroce_conn_tx_extra_packets_total",
+		"metaroce_endpoint_rx_dropped_total"); err != nil {
 		t.Fatal(err)
 	}
 	// Lint: names, units and _total suffixes.

@@ -21,6 +21,9 @@
 //   - DCQCN with NVIDIA ConnectX's default parameters (DCQCNConfig): the
 //     receiver turns CE marks into CNPs (at most one per QP per 50 µs), the
 //     sender cuts and recovers its rate and paces its packets at it.
+//     Every packet but a CNP asks its backend to send it ECT(0)
+//     (verbs.TxMeta.ECT, from TrafficClass), as a RoCEv2 NIC does, so a
+//     CE-marking fabric marks it instead of dropping it.
 //   - The port never sends faster than Config.LineRateBps.
 //
 // # Connection setup

@@ -213,7 +213,7 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			e.c.CMRejectsSent++
 		}
 		e.portUsed(now, n)
-		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort)}, true
+		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort), ECT: ecnCapable(buf[:n])}, true
 	}
 	for e.ready.Len() > 0 {
 		c := e.ready.Pop()
@@ -223,6 +223,7 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		}
 		meta, ok := c.produce(now, buf)
 		if ok {
+			meta.ECT = ecnCapable(buf[:meta.Len])
 			// Round robin: the QP goes to the back of the line.
 			e.touch(c, now)
 			e.portUsed(now, meta.Len)

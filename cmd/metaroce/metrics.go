@@ -53,7 +53,10 @@ func (m *metricsServer) Addr() string { return m.ln.Addr().String() }
 func (m *metricsServer) watch(n *node, name string) {
 	be := n.be
 	m.col.SetBackend(name, func() metrics.Backend { return backendSnapshot(be.Stats()) })
-	n.sampler = func() { m.col.SetConns(name, n.snapshot()) }
+	n.sampler = func() {
+		m.col.SetConns(name, n.snapshot())
+		m.col.SetEndpoint(name, n.kind.endpoint(n.dev))
+	}
 	n.sampler()
 }
 
@@ -63,7 +66,7 @@ func backendSnapshot(s engine.Stats) metrics.Backend {
 	return metrics.Backend{TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxErrors: s.TxErrors,
 		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxCE: s.RxCE,
 		RxInjectedDrops: s.RxInjectedDrops, RxUnknownPeer: s.RxUnknownPeer,
-		RxTruncated: s.RxTruncated, RxKernelDrops: s.RxKernelDrops}
+		RxTruncated: s.RxTruncated, RxKernelDrops: s.RxKernelDrops, RxOtherDrops: s.RxOtherDrops}
 }
 
 // snapshot copies the transport counters (engine goroutine only).

@@ -29,6 +29,9 @@ type transportKind struct {
 	udpPort uint16
 	// snapshot copies the counters of a node's sessions.
 	snapshot func(ss []verbs.Session) []metrics.Conn
+	// endpoint copies the counters of the node's device that no
+	// connection owns (engine goroutine only).
+	endpoint func(d verbs.Device) metrics.Endpoint
 	// mtu is the payload MTU the profile gives the transport (for reports).
 	mtu func(cfg profile.Config) int
 	// onePath: a queue pair keeps one UDP source port (one ECMP path), so
@@ -55,6 +58,7 @@ var transportKinds = map[profile.Transport]transportKind{
 		port:     func(cfg profile.Config) int { return cfg.UDP.Port },
 		udpPort:  mr.DefaultUDPPort,
 		snapshot: metaroceSnapshot,
+		endpoint: metaroceEndpoint,
 		mtu:      func(cfg profile.Config) int { return cfg.Metaroce.MTU },
 	},
 	profile.TransportRoCEv2: {
@@ -72,6 +76,7 @@ var transportKinds = map[profile.Transport]transportKind{
 		port:     func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
 		udpPort:  rocev2.UDPPort,
 		snapshot: rocev2Snapshot,
+		endpoint: rocev2Endpoint,
 		mtu:      func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
 		onePath:  true,
 	},
@@ -86,6 +91,34 @@ func kindOf(t profile.Transport) (transportKind, error) {
 	return k, nil
 }
 
+// endpointCounters is what metaroce's and rocev2's devices share: the
+// device embeds its *Endpoint, whose Counters the metrics read.
+type endpointCounters[C any] interface{ Counters() *C }
+
+// metaroceEndpoint: the endpoint's crc count includes the CRC failures
+// attributed to a connection (metaroce_conn_rx_dropped_total{reason=crc}).
+func metaroceEndpoint(d verbs.Device) metrics.Endpoint {
+	e, ok := d.(endpointCounters[mr.EndpointCounters])
+	if !ok {
+		return metrics.Endpoint{}
+	}
+	c := e.Counters()
+	return metrics.Endpoint{RxDropped: []metrics.Count{{Reason: "crc", N: c.CRCDrops},
+		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownConn}}}
+}
+
+// rocev2Endpoint: unknown_conn is a packet for a QP that is not open,
+// which NICs drop silently.
+func rocev2Endpoint(d verbs.Device) metrics.Endpoint {
+	e, ok := d.(endpointCounters[rocev2.EndpointCounters])
+	if !ok {
+		return metrics.Endpoint{}
+	}
+	c := e.Counters()
+	return metrics.Endpoint{RxDropped: []metrics.Count{{Reason: "crc", N: c.ICRCDrops},
+		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownQP}}}
+}
+
 func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 	var out []metrics.Conn
 	for _, s := range ss {
@@ -96,6 +129,21 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
 			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
 			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
+		// The path counters of every path the connection has (not only
+		// the first MaxPaths shown per path) add up to its totals.
+		var staleGen, outOfWindow, probes, moved uint64
+		for i := 0; i < m.NumPaths(); i++ {
+			pc := m.PathCounters(verbs.PathID(i))
+			staleGen += pc.StaleGeneration
+			outOfWindow += pc.OutOfWindowReceived
+			probes += pc.Probes
+			moved += pc.MovedAway
+		}
+		mc.RxDropped = []metrics.Count{{Reason: "crc", N: c.CRCDrops}, {Reason: "malformed", N: c.Malformed},
+			{Reason: "duplicate", N: c.Duplicates}, {Reason: "stale_generation", N: staleGen},
+			{Reason: "stale_incarnation", N: c.StalePackets}, {Reason: "out_of_window", N: outOfWindow},
+			{Reason: "access", N: c.AccessViolations}, {Reason: "length", N: c.LengthErrors}}
+		mc.TxExtra = []metrics.Count{{Reason: "probe", N: probes}, {Reason: "moved", N: moved}}
 		for i := 0; i < m.NumPaths() && i < metrics.MaxPaths; i++ {
 			p := verbs.PathID(i)
 			pc := m.PathCounters(p)
@@ -120,7 +168,14 @@ func rocev2Snapshot(ss []verbs.Session) []metrics.Conn {
 			c := rc.Counters()
 			out = append(out, metrics.Conn{ID: strconv.Itoa(int(rc.QPN())), TxPackets: c.TxPackets, TxBytes: c.TxBytes,
 				RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
-				Timeouts: c.Timeouts, Retries: c.Retries})
+				Timeouts: c.Timeouts, Retries: c.Retries,
+				// duplicate: requests already executed (acknowledged again,
+				// not placed again); out_of_sequence: requests behind a gap,
+				// dropped for go-back-N to resend.
+				RxDropped: []metrics.Count{{Reason: "crc", N: c.ICRCDrops}, {Reason: "malformed", N: c.Malformed},
+					{Reason: "duplicate", N: c.Duplicates}, {Reason: "out_of_sequence", N: c.OutOfSequence},
+					{Reason: "access", N: c.AccessErrors}, {Reason: "invalid_request", N: c.InvalidRequests},
+					{Reason: "duplicate_response", N: c.DuplicateResponses}}})
 		}
 	}
 	return out

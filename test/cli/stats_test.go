@@ -75,4 +75,15 @@ poll:
 	}
 	// The injected loss (1% of what the client receives) is counted.
 	_ = value("metaroce_backend_rx_dropped_total", "reason=injected")
+	// The cores' own drop and recovery counters are there, by reason.
+	for _, s := range []struct{ metric, labels string }{
+		{"metaroce_endpoint_rx_dropped_total", "reason=unknown_conn"},
+		{"metaroce_endpoint_rx_dropped_total", "reason=crc"},
+		{"metaroce_conn_rx_dropped_total", "reason=duplicate"},
+		{"metaroce_conn_rx_dropped_total", "reason=stale_generation"},
+		{"metaroce_conn_tx_extra_packets_total", "reason=probe"},
+		{"metaroce_conn_tx_extra_packets_total", "reason=moved"},
+	} {
+		_ = value(s.metric, s.labels)
+	}
 }
