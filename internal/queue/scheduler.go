@@ -98,10 +98,10 @@ func (s *Scheduler[C]) ReadyLen() int { return s.ready.Len() }
 
 // NextDeadline is the earliest deadline of any connection (Never if none).
 func (s *Scheduler[C]) NextDeadline() int64 {
-	if len(s.timers.items) == 0 {
+	if s.timers.Len() == 0 {
 		return Never
 	}
-	return s.timers.items[0].Deadline // the heap's Min without its indirect call
+	return s.timers.Min()
 }
 
 // Forget drops a connection's timer and keeps PopReady from handing it
@@ -122,7 +122,7 @@ func (s *Scheduler[C]) Forget(sl *Slot[C]) {
 // returns.
 func (s *Scheduler[C]) Expire(now int64, run func(C)) {
 	s.due = s.due[:0]
-	for len(s.timers.items) > 0 && s.timers.items[0].Deadline <= now {
+	for s.timers.Len() > 0 && s.timers.Min() <= now {
 		s.due = append(s.due, s.timers.PopMin().conn)
 	}
 	for _, c := range s.due {
