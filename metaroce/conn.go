@@ -73,7 +73,7 @@ type Conn struct {
 	tx []txPath
 	rx []rxPath
 
-	qps     map[StreamID]*QueuePair
+	qps     []*QueuePair           // by stream id (nil: not created); grows to the highest id created
 	qpOrder []*QueuePair           // the same queue pairs, by stream id
 	active  queue.Ring[*QueuePair] // streams that may have data to send
 	jobs    queue.Ring[*readJob]   // READ responses with packets still to build
@@ -190,11 +190,14 @@ func (c *Conn) CreateQP(id StreamID, attr verbs.QPAttr) (*QueuePair, error) {
 		// Beyond our own limit, or beyond what the peer agreed to.
 		return nil, ErrField
 	}
-	if _, ok := c.qps[id]; ok {
+	if c.QP(id) != nil {
 		return nil, ErrStreamInUse
 	}
 	c.ep.nextQPN++
 	q := &QueuePair{conn: c, id: id, qpn: c.ep.nextQPN, pd: attr.PD, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ}
+	if int(id) >= len(c.qps) {
+		c.qps = append(c.qps, make([]*QueuePair, int(id)+1-len(c.qps))...)
+	}
 	c.qps[id] = q
 	// Keep qpOrder sorted by stream id: whatever walks every stream (flushes,
 	// activation) does so in the same order on every run.
@@ -206,7 +209,12 @@ func (c *Conn) CreateQP(id StreamID, attr verbs.QPAttr) (*QueuePair, error) {
 }
 
 // QP returns the queue pair of stream id, or nil.
-func (c *Conn) QP(id StreamID) *QueuePair { return c.qps[id] }
+func (c *Conn) QP(id StreamID) *QueuePair {
+	if int(id) >= len(c.qps) {
+		return nil
+	}
+	return c.qps[id]
+}
 
 // Close flushes every outstanding work request and closes the connection
 // in-band. The connection is removed once the peer acknowledges, or after

@@ -407,7 +407,7 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 	if len(payload) != int(m.PayloadLen) || (h.Opcode == OpReadReq && len(payload) != 0) {
 		return dropped
 	}
-	q := c.qps[m.Stream]
+	q := c.QP(m.Stream)
 	if q != nil && q.destroyed {
 		q = nil // Destroy: the stream is closed at this end
 	}

@@ -15,7 +15,7 @@ func (c *Conn) debugString() string {
 		s += fmt.Sprintf(" rx%d gen=%d cum=%d sack=%x unacked=%d due=%d\n", i, r.gen, r.sb.cum, r.sb.sack, r.unacked, r.ackDue)
 	}
 	for id, q := range c.qps {
-		if q.sq.Len() > 0 || q.rq.Len() > 0 {
+		if q != nil && q.sq.Len() > 0 || q.rq.Len() > 0 {
 			s += fmt.Sprintf(" qp%d sq=%d segIdx=%d blocked=%d active=%v rq=%d rqBase=%d\n", id, q.sq.Len(), q.segIdx, q.blockedUntil, q.active, q.rq.Len(), q.rqBase)
 			for i := 0; i < q.sq.Len(); i++ {
 				m := *q.sq.At(i)

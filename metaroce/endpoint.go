@@ -84,7 +84,7 @@ func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error)
 	for e.conns[e.nextID] != nil || e.nextID == 0 {
 		e.nextID++
 	}
-	c := &Conn{ep: e, local: e.nextID, peer: peer, qps: make(map[StreamID]*QueuePair),
+	c := &Conn{ep: e, local: e.nextID, peer: peer,
 		lastRx: now}
 	c.agg.reset()
 	e.nextID++

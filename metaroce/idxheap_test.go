@@ -32,6 +32,7 @@ func TestIdxHeapOrdersAndMoves(t *testing.T) {
 		if h.Len() != len(want) {
 			t.Fatalf("step %d: %d ids, want %d", step, h.Len(), len(want))
 		}
+		checkIdxHeap(t, &h)
 		if len(want) > 0 {
 			if k, ok := want[h.Top()]; !ok || k != h.Min() {
 				t.Fatalf("step %d: top %d with %d, want it held with that key (%v, %d)", step, h.Top(), h.Min(), ok, k)
@@ -60,5 +61,19 @@ func TestIdxHeapOrdersAndMoves(t *testing.T) {
 	}
 	if h.Len() != 0 {
 		t.Fatalf("%d ids left", h.Len())
+	}
+}
+
+// checkIdxHeap fails unless every entry's key is at least its parent's and
+// every id's recorded position is where it is.
+func checkIdxHeap(t *testing.T, h *idxHeap) {
+	t.Helper()
+	for i, e := range h.es {
+		if i > 0 && e.key < h.es[(i-1)/idxArity].key {
+			t.Fatalf("entry %d (key %d) below its parent (key %d)", i, e.key, h.es[(i-1)/idxArity].key)
+		}
+		if int(h.pos[e.id]) != i+1 {
+			t.Fatalf("id %d at %d, recorded at %d", e.id, i, h.pos[e.id]-1)
+		}
 	}
 }

@@ -81,3 +81,122 @@ func TestTimerHeapOrdersAndMoves(t *testing.T) {
 	h.Remove(items[0]) // not queued: no effect
 	require.Zero(t, h.Len())
 }
+
+// swapHeap is the timer heap as it was before it kept deadlines beside the
+// objects and sifted by moving a hole: pairwise swaps, every comparison
+// through the objects. TestTimerHeapLayoutAsSwaps holds TimerHeap to it.
+type swapHeap struct{ items []*item }
+
+func (h *swapHeap) less(i, j int) bool { return h.items[i].t.Deadline < h.items[j].t.Deadline }
+
+func (h *swapHeap) swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].t.index, h.items[j].t.index = i+1, j+1
+}
+
+func (h *swapHeap) up(i int) bool {
+	moved := false
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.swap(i, p)
+		i, moved = p, true
+	}
+	return moved
+}
+
+func (h *swapHeap) down(i int) {
+	for n := len(h.items); ; {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+func (h *swapHeap) set(x *item) {
+	if x.t.Deadline == Never {
+		h.remove(x)
+		return
+	}
+	if x.t.index == 0 {
+		h.items = append(h.items, x)
+		x.t.index = len(h.items)
+		h.up(x.t.index - 1)
+		return
+	}
+	if !h.up(x.t.index - 1) {
+		h.down(x.t.index - 1)
+	}
+}
+
+func (h *swapHeap) remove(x *item) {
+	i := x.t.index - 1
+	if i < 0 {
+		return
+	}
+	last := len(h.items) - 1
+	h.swap(i, last)
+	h.items = h.items[:last]
+	x.t.index = 0
+	if i < last && !h.up(i) {
+		h.down(i)
+	}
+}
+
+// TestTimerHeapLayoutAsSwaps checks that TimerHeap places every object
+// exactly where the swap-based heap did, through random sets, moves,
+// removals and pops with many equal deadlines: the order in which equal
+// deadlines fall due (which the endpoints' OnTimer follows) is unchanged.
+func TestTimerHeapLayoutAsSwaps(t *testing.T) {
+	const n = 300
+	rng := rand.New(rand.NewPCG(7, 8))
+	h := NewTimerHeap(func(x *item) *Timer { return &x.t })
+	var ref swapHeap
+	xs, ys := make([]*item, n), make([]*item, n)
+	for i := range xs {
+		xs[i], ys[i] = &item{id: i}, &item{id: i}
+	}
+	for step := 0; step < 20000; step++ {
+		i := rng.IntN(n)
+		switch r := rng.IntN(10); {
+		case r == 0:
+			h.Remove(xs[i])
+			ref.remove(ys[i])
+		case r == 1 && h.Len() > 0:
+			x, y := h.PopMin(), ref.items[0]
+			ref.remove(y)
+			require.Equal(t, y.id, x.id, "step %d: popped", step)
+		case r == 2:
+			d := Never
+			xs[i].t.Deadline, ys[i].t.Deadline = d, d
+			h.Set(xs[i])
+			ref.set(ys[i])
+		default:
+			d := rng.Int64N(20) // few distinct deadlines: many ties
+			if r == 3 {
+				d = xs[i].t.Deadline // unchanged (or Never: not queued)
+			}
+			xs[i].t.Deadline, ys[i].t.Deadline = d, d
+			h.Set(xs[i])
+			ref.set(ys[i])
+		}
+		require.Equal(t, len(ref.items), h.Len())
+		for k, y := range ref.items {
+			require.Equal(t, y.id, h.items[k].id, "step %d: position %d", step, k)
+			require.Equal(t, y.t.Deadline, h.keys[k])
+			require.Equal(t, k+1, h.items[k].t.index)
+		}
+	}
+}

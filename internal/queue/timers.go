@@ -15,8 +15,17 @@ type Timer struct {
 // TimerHeap is a binary min-heap of objects ordered by their Timer's
 // deadline, so the earliest is found in O(1) and one is moved in O(log n)
 // even with thousands of objects. Each object records its own position.
+//
+// The heap keeps each queued object's deadline beside it (keys), so a
+// sift compares without loading the objects (with thousands of
+// connections, a cache miss each), and a Set that leaves the deadline as it
+// was costs nothing: every packet of a busy connection resets its timer,
+// mostly to the same time. Sifting moves the hole, not the object, and
+// makes exactly the moves pairwise swaps would make, so equal deadlines
+// come out in the same order as they always did.
 type TimerHeap[T comparable] struct {
 	items []T
+	keys  []int64 // keys[i] is items[i]'s deadline as queued
 	timer func(T) *Timer
 }
 
@@ -29,7 +38,7 @@ func NewTimerHeap[T comparable](timer func(T) *Timer) TimerHeap[T] {
 func (h *TimerHeap[T]) Len() int { return len(h.items) }
 
 // Min is the earliest deadline (the heap must not be empty).
-func (h *TimerHeap[T]) Min() int64 { return h.timer(h.items[0]).Deadline }
+func (h *TimerHeap[T]) Min() int64 { return h.keys[0] }
 
 // Set queues, moves or (for a Never deadline) removes x after its
 // deadline changed.
@@ -40,30 +49,34 @@ func (h *TimerHeap[T]) Set(x T) {
 		return
 	}
 	if t.index == 0 {
-		h.items = append(h.items, x)
-		t.index = len(h.items)
-		h.up(t.index - 1)
+		var zero T
+		h.items = append(h.items, zero)
+		h.keys = append(h.keys, 0)
+		h.up(len(h.items)-1, x, t)
 		return
 	}
-	if !h.up(t.index - 1) {
-		h.down(t.index - 1)
+	i := t.index - 1
+	if h.keys[i] == t.Deadline {
+		return // where it is: neither sift would move it
 	}
+	h.fix(i, x, t)
 }
 
 // Remove takes x out of the heap if it is queued.
 func (h *TimerHeap[T]) Remove(x T) {
-	i := h.timer(x).index - 1
+	t := h.timer(x)
+	i := t.index - 1
 	if i < 0 {
 		return
 	}
+	t.index = 0
 	last := len(h.items) - 1
-	h.swap(i, last)
+	y := h.items[last]
 	var zero T
 	h.items[last] = zero
-	h.items = h.items[:last]
-	h.timer(x).index = 0
-	if i < last && !h.up(i) {
-		h.down(i)
+	h.items, h.keys = h.items[:last], h.keys[:last]
+	if i < last {
+		h.fix(i, y, h.timer(y))
 	}
 }
 
@@ -74,45 +87,56 @@ func (h *TimerHeap[T]) PopMin() T {
 	return x
 }
 
-func (h *TimerHeap[T]) less(i, j int) bool {
-	return h.timer(h.items[i]).Deadline < h.timer(h.items[j]).Deadline
+// fix puts x (with Timer t) into hole i, above it when its deadline is
+// earlier than the parent's, else at or below it.
+func (h *TimerHeap[T]) fix(i int, x T, t *Timer) {
+	if i > 0 && t.Deadline < h.keys[(i-1)/2] {
+		h.up(i, x, t)
+	} else {
+		h.down(i, x, t)
+	}
 }
 
-func (h *TimerHeap[T]) swap(i, j int) {
-	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.timer(h.items[i]).index = i + 1
-	h.timer(h.items[j]).index = j + 1
+// place puts x (with Timer t) at position i.
+func (h *TimerHeap[T]) place(i int, x T, t *Timer) {
+	h.items[i], h.keys[i] = x, t.Deadline
+	t.index = i + 1
 }
 
-func (h *TimerHeap[T]) up(i int) bool {
-	moved := false
+// move puts the object at position from at position to.
+func (h *TimerHeap[T]) move(to, from int) {
+	h.items[to], h.keys[to] = h.items[from], h.keys[from]
+	h.timer(h.items[to]).index = to + 1
+}
+
+func (h *TimerHeap[T]) up(i int, x T, t *Timer) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
+		if t.Deadline >= h.keys[p] {
 			break
 		}
-		h.swap(i, p)
+		h.move(i, p)
 		i = p
-		moved = true
 	}
-	return moved
+	h.place(i, x, t)
 }
 
-func (h *TimerHeap[T]) down(i int) {
+func (h *TimerHeap[T]) down(i int, x T, t *Timer) {
 	n := len(h.items)
 	for {
 		l := 2*i + 1
 		if l >= n {
-			return
+			break
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
+		if r := l + 1; r < n && h.keys[r] < h.keys[l] {
 			m = r
 		}
-		if !h.less(m, i) {
-			return
+		if h.keys[m] >= t.Deadline {
+			break
 		}
-		h.swap(i, m)
+		h.move(i, m)
 		i = m
 	}
+	h.place(i, x, t)
 }

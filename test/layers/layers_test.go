@@ -72,6 +72,7 @@ var layers = map[string][]string{
 	"test/internal/testenv":  {},
 	"test/cli":               {"*"},
 	"test/dissector":         {"*"},
+	"test/fabricscript":      {"*"},
 	"test/kernelfabric":      {"*"},
 	"test/memifraw":          {"*"},
 	"test/rocev2conformance": {"*"},
