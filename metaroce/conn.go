@@ -65,7 +65,8 @@ type Conn struct {
 	peerInc  Incarnation
 	state    connState
 	outbound bool
-	failure  verbs.Status // why the connection failed
+	failure  verbs.Status     // the status its work requests failed with
+	reason   verbs.FailReason // why the connection failed (set once, by fail)
 
 	paths, mtu, streams, planes int
 
@@ -129,8 +130,13 @@ func (c *Conn) Established() bool { return c.state == connEstablished }
 // State names the connection's state.
 func (c *Conn) State() string { return c.state.String() }
 
-// Failure is why the connection failed (StatusSuccess while it has not).
+// Failure is the status the connection's work requests failed with
+// (StatusSuccess while it has not failed).
 func (c *Conn) Failure() verbs.Status { return c.failure }
+
+// FailReason is why the connection failed: peer dead, reset, peer restart,
+// refused or unanswered (FailNone while it has not failed).
+func (c *Conn) FailReason() verbs.FailReason { return c.reason }
 
 // NumPaths is the negotiated number of paths (0 until established).
 func (c *Conn) NumPaths() int { return len(c.tx) }
@@ -325,12 +331,13 @@ func (c *Conn) abort(inFlight, notStarted verbs.Status) {
 	c.ackList.Clear()
 }
 
-// fail tears the connection down after the peer died, restarted or reset it.
-func (c *Conn) fail(status verbs.Status) {
+// fail tears the connection down after the peer died, restarted or reset
+// it (or never answered), keeping why.
+func (c *Conn) fail(status verbs.Status, why verbs.FailReason) {
 	if c.state >= connClosed {
 		return
 	}
-	c.failure = status
+	c.failure, c.reason = status, why
 	c.abort(status, verbs.StatusFlushed)
 	c.finish(connFailed)
 }
@@ -505,7 +512,7 @@ func (c *Conn) onTimer(now verbs.Time) {
 			if c.state == connClosing {
 				c.finish(connClosed)
 			} else {
-				c.fail(verbs.StatusRetryExceeded)
+				c.fail(verbs.StatusRetryExceeded, verbs.FailConnectTimeout)
 			}
 			return
 		}
@@ -521,7 +528,7 @@ func (c *Conn) onTimer(now verbs.Time) {
 		return
 	}
 	if now.Sub(c.lastRx) >= cfg.PeerDeadTimeout {
-		c.fail(verbs.StatusRetryExceeded)
+		c.fail(verbs.StatusRetryExceeded, verbs.FailPeerDead)
 		return
 	}
 	if now.Sub(c.lastRx) >= cfg.KeepaliveInterval && now.Sub(c.lastKeepalive) >= cfg.KeepaliveInterval {

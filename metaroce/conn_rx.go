@@ -22,12 +22,12 @@ func (c *Conn) receive(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) 
 		// A RESET names, as its source, the connection id it did not know:
 		// our peer's id (or 0 for a refused CONNECT). Anything else is not
 		// about this connection.
-		want := c.remote
+		want, why := c.remote, verbs.FailReset
 		if c.state == connConnecting {
-			want = 0
+			want, why = 0, verbs.FailRefused
 		}
 		if rx.Peer == c.peer && h.SrcConn == want && c.state < connClosed {
-			c.fail(verbs.StatusRetryExceeded)
+			c.fail(verbs.StatusRetryExceeded, why)
 		} else {
 			c.c.StalePackets++
 		}

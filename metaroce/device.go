@@ -49,6 +49,9 @@ func (s Session) Established() bool      { return s.C.Established() }
 func (s Session) Connecting() bool       { return s.C.state == connConnecting }
 func (s Session) Close(now verbs.Time)   { s.C.Close(now) }
 
+// FailReason is why the connection failed (FailNone while it has not).
+func (s Session) FailReason() verbs.FailReason { return s.C.reason }
+
 // Origin is the dialer's connection id.
 func (s Session) Origin() uint32 {
 	if s.dialed {

@@ -147,7 +147,7 @@ func (e *Endpoint) peerSeen(c *Conn) {
 	sort.Slice(stale, func(i, j int) bool { return stale[i].local < stale[j].local })
 	for _, o := range stale {
 		e.c.PeerRestarts++
-		o.fail(verbs.StatusRetryExceeded)
+		o.fail(verbs.StatusRetryExceeded, verbs.FailPeerRestart)
 	}
 }
 

@@ -256,6 +256,9 @@ func TestPeerRestartFailsOutstandingWork(t *testing.T) {
 	require.NotEqual(t, verbs.StatusSuccess, w2.Status)
 	require.Equal(t, "failed", f.ca.State())
 	require.Greater(t, nb.Counters().ResetsSent, uint64(0))
+	// The stranger does not know the connection: A sees a RESET (it cannot
+	// tell a restart from it until the peer connects again).
+	require.Equal(t, verbs.FailReset, f.ca.FailReason())
 }
 
 func TestPeerDeadTimeout(t *testing.T) {
@@ -274,6 +277,7 @@ func TestPeerDeadTimeout(t *testing.T) {
 	require.GreaterOrEqual(t, took, 20*time.Millisecond)
 	require.Less(t, took, 25*time.Millisecond)
 	require.Equal(t, "failed", f.ca.State())
+	require.Equal(t, verbs.FailPeerDead, f.ca.FailReason())
 }
 
 func TestIdleConnectionStaysUpOnKeepalives(t *testing.T) {
@@ -299,6 +303,9 @@ func TestCloseFlushesBothSides(t *testing.T) {
 	require.Equal(t, verbs.StatusFlushed, rc.Status)
 	require.NoError(t, f.p.RunUntil(func() bool { return f.p.EP[0].Connections() == 0 && f.p.EP[1].Connections() == 0 }, f.p.Now+1e9))
 	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend}), mr.ErrNotUsable)
+	// An orderly close is no failure, at either end.
+	require.Equal(t, verbs.FailNone, f.ca.FailReason())
+	require.Equal(t, verbs.FailNone, f.cb.FailReason())
 }
 
 func TestConnectRefused(t *testing.T) {
@@ -309,6 +316,22 @@ func TestConnectRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.RunUntil(func() bool { return c.State() == "failed" }, 1e9))
 	require.Equal(t, uint64(1), p.EP[0].Counters().ConnectsRefused)
+	require.Equal(t, verbs.FailRefused, c.FailReason())
+}
+
+// TestConnectUnansweredFails: a CONNECT nobody answers fails the
+// connection after its retries, and says it went unanswered (not refused,
+// not a dead peer).
+func TestConnectUnansweredFails(t *testing.T) {
+	// The link drops every packet.
+	p, err := mempair.New(mr.Config{}, mr.Config{}, memlink.Config{Seed: 14, Loss: 1})
+	require.NoError(t, err)
+	c, err := p.EP[0].Connect(p.Now, 1)
+	require.NoError(t, err)
+	require.Equal(t, verbs.FailNone, c.FailReason())
+	require.NoError(t, p.RunUntil(func() bool { return c.State() == "failed" }, p.Now+verbs.Time(time.Minute)))
+	require.Equal(t, verbs.FailConnectTimeout, c.FailReason())
+	require.Equal(t, verbs.StatusRetryExceeded, c.Failure())
 }
 
 // TestCloseSurvivesLostCloseAck: the peer removed its connection and its

@@ -92,6 +92,7 @@ func TestReconnectAfterRestartFailsOldConnection(t *testing.T) {
 	require.Equal(t, verbs.StatusFlushed, rc.Status)
 	require.Equal(t, "failed", f.cb.State())
 	require.Equal(t, uint64(1), f.p.EP[1].Counters().PeerRestarts)
+	require.Equal(t, verbs.FailPeerRestart, f.cb.FailReason())
 	require.NoError(t, f.p.RunUntil(nc.Established, f.p.Now+1e9))
 }
 

@@ -33,6 +33,7 @@ type Conn struct {
 	state    connState
 	outbound bool
 	failure  verbs.Status
+	reason   verbs.FailReason // why the QP failed (set with failure)
 	mtu      int
 	maxRd    int // READ requests this requester may have outstanding
 	sport    uint16
@@ -140,6 +141,10 @@ func (c *Conn) State() string { return c.state.String() }
 // Failure is why the QP went to the error state (StatusSuccess if not).
 func (c *Conn) Failure() verbs.Status { return c.failure }
 
+// FailReason is why the QP failed: retry or RNR retry exceeded, refused
+// (CM REJ), unanswered, or an error at either end (FailNone if it has not).
+func (c *Conn) FailReason() verbs.FailReason { return c.reason }
+
 // MTU is the negotiated path MTU.
 func (c *Conn) MTU() int { return c.mtu }
 
@@ -194,16 +199,16 @@ func (c *Conn) Close(now verbs.Time) {
 // toError moves the QP to the error state: the work request at the head
 // of the send queue completes with head, every other one and every receive
 // with StatusFlushed (as ibv does when a QP enters the error state).
-func (c *Conn) toError(head verbs.Status) { c.toErrorAt(0, head) }
+func (c *Conn) toError(head verbs.Status, why verbs.FailReason) { c.toErrorAt(0, head, why) }
 
 // toErrorAt is toError with the error at the i-th work request of the
 // send queue (the ones before it are flushed too: none of them will be
 // acknowledged now).
-func (c *Conn) toErrorAt(i int, st verbs.Status) {
+func (c *Conn) toErrorAt(i int, st verbs.Status, why verbs.FailReason) {
 	if c.state >= stateError {
 		return
 	}
-	c.failure = st
+	c.failure, c.reason = st, why
 	c.state = stateError
 	c.flushAt(i, st)
 }
@@ -244,12 +249,12 @@ func (c *Conn) finish() {
 
 // fail ends a connection that never came up (or was torn down by the
 // peer): every work request completes, the QP is removed.
-func (c *Conn) fail(st verbs.Status) {
+func (c *Conn) fail(st verbs.Status, why verbs.FailReason) {
 	if c.state >= stateClosed {
 		return
 	}
 	if c.state < stateError {
-		c.failure = st
+		c.failure, c.reason = st, why
 	}
 	c.flush(st)
 	c.finish()
@@ -303,7 +308,7 @@ func (c *Conn) onTimer(now verbs.Time) {
 		}
 		c.tries++
 		if c.tries > cfg.ConnectRetries {
-			c.fail(verbs.StatusRetryExceeded)
+			c.fail(verbs.StatusRetryExceeded, verbs.FailConnectTimeout)
 			return
 		}
 		if c.state == stateConnecting {
@@ -376,7 +381,7 @@ func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			// it, and, as a local protection error does to an RC QP, the
 			// work request fails and the QP goes to the error state (the
 			// peer's receive, if one was started, never completes).
-			c.toErrorAt(c.sendIdx, verbs.StatusLocalProtError)
+			c.toErrorAt(c.sendIdx, verbs.StatusLocalProtError, verbs.FailLocalError)
 			return c.produce(now, buf)
 		}
 		n = c.buildRequest(now, buf)

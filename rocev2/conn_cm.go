@@ -109,7 +109,7 @@ func (e *Endpoint) receiveCM(now verbs.Time, pkt []byte, p *Packet, rx verbs.RxM
 		}
 	case AttrREJ:
 		if c.outbound && c.state == stateConnecting {
-			c.fail(verbs.StatusRetryExceeded)
+			c.fail(verbs.StatusRetryExceeded, verbs.FailRefused)
 			return
 		}
 	case AttrDREQ:

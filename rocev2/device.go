@@ -69,6 +69,17 @@ func (s *Session) Established() bool {
 	return true
 }
 
+// FailReason is the reason of the first of the session's QPs that failed
+// (FailNone when none has).
+func (s *Session) FailReason() verbs.FailReason {
+	for _, c := range s.Conns {
+		if c.reason != verbs.FailNone {
+			return c.reason
+		}
+	}
+	return verbs.FailNone
+}
+
 func (s *Session) Connecting() bool {
 	up := true
 	for _, c := range s.Conns {

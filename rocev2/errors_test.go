@@ -3,6 +3,7 @@ package rocev2_test
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/rocev2"
@@ -97,6 +98,8 @@ func TestRemoteAccessErrors(t *testing.T) {
 			require.Equal(t, uint64(1), f.cb.Counters().AccessErrors)
 			require.Equal(t, "error", f.ca.State())
 			require.Equal(t, "error", f.cb.State())
+			require.Equal(t, verbs.FailRemoteError, f.ca.FailReason(), "the peer refused the request")
+			require.Equal(t, verbs.FailLocalError, f.cb.FailReason(), "this end refused the peer's request")
 			rc := f.wait(t, f.cqb)
 			require.Equal(t, uint64(8), rc.WRID)
 			require.Equal(t, verbs.StatusFlushed, rc.Status)
@@ -145,7 +148,19 @@ func TestConnectRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.RunUntil(func() bool { return c.State() == "closed" }, 1e9))
 	require.Equal(t, verbs.StatusRetryExceeded, c.Failure())
+	require.Equal(t, verbs.FailRefused, c.FailReason(), "a CM REJ")
 	require.Equal(t, uint64(1), ea.Counters().CMRejectsSent)
+}
+
+// TestConnectUnanswered: a REQ nobody answers fails the QP after its
+// retries, as unanswered, not refused.
+func TestConnectUnanswered(t *testing.T) {
+	p, _, eb := pair(t, rocev2.Config{}, rocev2.Config{}, memlink.Config{Seed: 24, Loss: 1})
+	c, err := eb.Connect(p.Now, 0)
+	require.NoError(t, err)
+	require.Equal(t, verbs.FailNone, c.FailReason())
+	require.NoError(t, p.RunUntil(func() bool { return c.State() == "closed" }, p.Now+verbs.Time(time.Minute)))
+	require.Equal(t, verbs.FailConnectTimeout, c.FailReason())
 }
 
 func TestConnectSurvivesLossOfCMPackets(t *testing.T) {

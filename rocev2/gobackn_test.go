@@ -162,6 +162,7 @@ func TestRetryExceeded(t *testing.T) {
 	require.Less(t, took, 5*to)
 	require.Equal(t, uint64(4), f.ca.Counters().Timeouts, "the first timeout and three retries")
 	require.Equal(t, "error", f.ca.State())
+	require.Equal(t, verbs.FailRetryExceeded, f.ca.FailReason())
 	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend}), rocev2.ErrQPError)
 }
 
@@ -252,4 +253,5 @@ func TestRNRRetryExceeded(t *testing.T) {
 	require.Equal(t, verbs.StatusRNRRetryExceeded, w1.Status)
 	require.Equal(t, verbs.StatusFlushed, w2.Status)
 	require.Equal(t, uint64(3), f.ca.Counters().RNRNaksReceived, "the first RNR NAK and two retries")
+	require.Equal(t, verbs.FailRNRRetryExceeded, f.ca.FailReason())
 }

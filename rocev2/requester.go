@@ -187,7 +187,7 @@ func (c *Conn) setSend(p PSN) {
 // retry goes back to PSN p, consuming the retry count.
 func (c *Conn) retry(now verbs.Time, p PSN) {
 	if c.retriesLeft <= 0 {
-		c.toError(verbs.StatusRetryExceeded)
+		c.toError(verbs.StatusRetryExceeded, verbs.FailRetryExceeded)
 		return
 	}
 	c.retriesLeft--
@@ -297,7 +297,7 @@ func (c *Conn) onAck(now verbs.Time, p *Packet) {
 		}
 		if c.ep.cfg.RNRRetry != 7 {
 			if c.rnrLeft <= 0 {
-				c.toError(verbs.StatusRNRRetryExceeded)
+				c.toError(verbs.StatusRNRRetryExceeded, verbs.FailRNRRetryExceeded)
 				return
 			}
 			c.rnrLeft--
@@ -325,7 +325,7 @@ func (c *Conn) onAck(now verbs.Time, p *Packet) {
 		case SynNAKRemoteAccess:
 			st = verbs.StatusRemoteAccessError
 		}
-		c.toError(st)
+		c.toError(st, verbs.FailRemoteError)
 	}
 }
 

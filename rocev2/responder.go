@@ -224,7 +224,7 @@ func (c *Conn) responderError(psn PSN, syn Syndrome, recvStatus verbs.Status) {
 		c.completeRecv(&s, recvStatus, 0, verbs.WCRecv, 0, false)
 	}
 	c.resp = respSlot{kind: respNakErr, psn: psn, syn: syn}
-	c.toError(verbs.StatusFlushed)
+	c.toError(verbs.StatusFlushed, verbs.FailLocalError)
 }
 
 func (c *Conn) onSend(p *Packet) {

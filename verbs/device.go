@@ -39,6 +39,10 @@ type Session interface {
 	// Connecting reports whether the session may still become established
 	// (false once it is up, closed or failed).
 	Connecting() bool
+	// FailReason says why the session failed (FailNone while it has not):
+	// its work requests' status alone cannot tell a dead peer from a
+	// reset, a restart or a refusal.
+	FailReason() FailReason
 	// MaxQPs is how many queue pairs the session can carry: CreateQP takes
 	// an index below it.
 	MaxQPs() int

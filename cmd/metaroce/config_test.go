@@ -68,6 +68,10 @@ func TestPerfParamsValidate(t *testing.T) {
 		func(p *perfParams) { p.QPs = 64; p.Sizes = []int{8 << 20} },
 		func(p *perfParams) { p.TxDepth = 0 },
 		func(p *perfParams) { p.Paths = 300 },
+		func(p *perfParams) { p.Verify, p.Bidir = true, true },
+		func(p *perfParams) { p.Verify, p.Sizes = true, []int{2, 4} },
+		func(p *perfParams) { p.Verify, p.Test = true, "send_lat" },
+		func(p *perfParams) { p.Verify, p.Sizes = true, []int{8 << 20} }, // 512 slots of 8 MiB
 	} {
 		p := ok
 		p.Sizes = append([]int(nil), ok.Sizes...)
@@ -111,5 +115,30 @@ func TestProfileCoreKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), f) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want the file and %q", body, err, want)
 		}
+	}
+}
+
+// TestProfilePeerDeadAndKeepalive: a loaded host is made more tolerant
+// from the profile: metaroce.peer_dead_timeout and keepalive_interval
+// reach the core's Config (the defaults, 200ms and 10ms, when unset).
+func TestProfilePeerDeadAndKeepalive(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(p, []byte("metaroce:\n  peer_dead_timeout: 2s\n  keepalive_interval: 50ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := loadConfig(configFlags{profile: p}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := cfg.Metaroce.Core(); m.PeerDeadTimeout != 2*time.Second || m.KeepaliveInterval != 50*time.Millisecond {
+		t.Fatalf("peer dead %v, keepalive %v", m.PeerDeadTimeout, m.KeepaliveInterval)
+	}
+	def, _, err := loadConfig(configFlags{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := def.Metaroce.Core().Defaults()
+	if m.PeerDeadTimeout != 200*time.Millisecond || m.KeepaliveInterval != 10*time.Millisecond {
+		t.Fatalf("defaults: peer dead %v, keepalive %v", m.PeerDeadTimeout, m.KeepaliveInterval)
 	}
 }

@@ -79,8 +79,11 @@ type node struct {
 	peer verbs.PeerHandle
 	// peerAddr is the peer's data-path address, for the banner.
 	peerAddr string
-	slot     int // bytes of each QP's slot in mem (the largest message)
-	wcs      []verbs.WorkCompletion
+	slot     int // bytes of each QP's slot in mem (the largest message, times perfParams.slots)
+	stride   int // bytes between a slot's message sub-slots (--verify)
+	// peerRepair is the peer's loss repair, from its "done" message.
+	peerRepair *repairStats
+	wcs        []verbs.WorkCompletion
 	// sampler, when set, copies the counters for the metrics endpoint;
 	// run calls it every 100 ms, on the backend's loop.
 	sampler    func()

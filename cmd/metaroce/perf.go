@@ -46,6 +46,7 @@ type perfOpts struct {
 	metrics    string
 	logLevel   string
 	setupLimit time.Duration
+	verify     bool
 	eal        []string // after "--": EAL arguments (backend dpdk)
 }
 
@@ -123,6 +124,7 @@ followed by those given after "--":
 	f.IntVar(&o.mtu, "mtu", 0, "metaroce payload bytes per packet (metaroce.mtu)")
 	f.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics on host:port (metrics.addr)")
 	f.StringVar(&o.logLevel, "log-level", "", "debug, info, warn, error (log.level)")
+	f.BoolVar(&o.verify, "verify", false, "fill every message with a pattern and check every byte where it lands; exit non-zero at the first wrong one (BW tests, one size, one direction)")
 	f.DurationVar(&o.setupLimit, "wait", 0, "server: give up when no client came within this long (0: wait forever)")
 	return cmd
 }
@@ -159,7 +161,8 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 	}
 	defer log.Sync() //nolint:errcheck
 	p := perfParams{Test: test, Transport: cfg.Transport, QPs: o.qps, Bidir: o.bidir, TxDepth: cfg.Perf.TxDepth,
-		RxDepth: cfg.Perf.RxDepth, Paths: cfg.Metaroce.Paths, Duration: time.Duration(o.duration) * time.Second}
+		RxDepth: cfg.Perf.RxDepth, Paths: cfg.Metaroce.Paths, Duration: time.Duration(o.duration) * time.Second,
+		Verify: o.verify}
 	if o.txDepth > 0 {
 		p.TxDepth = o.txDepth
 	}
@@ -195,6 +198,11 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 		p.Iters = 5000
 		if p.isLat() {
 			p.Iters = 1000
+		}
+	}
+	if o.verify && host != "" {
+		if err := p.validate(); err != nil {
+			return &usageError{msg: "perf: " + err.Error()}
 		}
 	}
 	port := cfg.Perf.TCPPort
@@ -254,7 +262,12 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 	} else {
 		results, n, local, remote, runErr = perfClient(cfg, dh, p, host, port, stop, newProgress(stderr, progressOn(o.progress, stderr)), hook)
 	}
+	var repair *repairStats
 	if n != nil {
+		if len(n.sess) > 0 {
+			r := n.repair()
+			repair = &r
+		}
 		n.close()
 	}
 	if cerr := closeCapture(); cerr != nil && runErr == nil {
@@ -266,11 +279,19 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 			printRow(stdout, p, r, o.gbits)
 		}
 		fmt.Fprintln(stdout, resultLine)
+		if repair != nil {
+			printRepair(stdout, isServer, *repair, n.peerRepair)
+		}
 		if o.outJSON {
 			if err := writeJSON(o.jsonFile, p, cfg, results, o.gbits); err != nil && runErr == nil {
 				runErr = err
 			}
 		}
+	}
+	if len(results) == 0 && repair != nil {
+		// A run that failed before its first result still says what the
+		// transport did.
+		printRepair(stdout, isServer, *repair, n.peerRepair)
 	}
 	if runErr != nil && n != nil {
 		st := n.be.Stats()

@@ -20,6 +20,11 @@ type bwRunner struct {
 	depth  int
 	remote regionInfo
 	slot   int // bytes between QPs' slots in both buffers
+	// verify (--verify): message i of a QP uses sub-slot i mod depth,
+	// stride bytes apart, filled with its pattern (WRITE, SEND) or checked
+	// against the slot's (READ).
+	verify bool
+	stride int
 
 	outstanding []int
 	posted      []int
@@ -34,7 +39,7 @@ type bwRunner struct {
 	err      error
 }
 
-func newBWRunner(n *node, test string, size, iters int, dur time.Duration, depth int, remote regionInfo, slot int) *bwRunner {
+func newBWRunner(n *node, test string, size, iters int, dur time.Duration, depth int, remote regionInfo, slot int, verify bool) *bwRunner {
 	op := verbs.WRWrite
 	switch test {
 	case "send_bw":
@@ -43,7 +48,7 @@ func newBWRunner(n *node, test string, size, iters int, dur time.Duration, depth
 		op = verbs.WRRead
 	}
 	return &bwRunner{n: n, op: op, size: size, iters: iters, dur: dur, depth: depth, remote: remote, slot: slot,
-		outstanding: make([]int, len(n.qps)), posted: make([]int, len(n.qps))}
+		verify: verify, stride: n.stride, outstanding: make([]int, len(n.qps)), posted: make([]int, len(n.qps))}
 }
 
 // pump posts what the windows allow.
@@ -67,6 +72,12 @@ func (r *bwRunner) pump() {
 	for q, p := range r.n.qps {
 		for r.outstanding[q] < r.depth && (r.dur > 0 || r.posted[q] < r.iters) {
 			off := q * r.slot
+			if r.verify {
+				off += r.posted[q] % r.depth * r.stride
+				if r.op != verbs.WRRead {
+					fillPattern(r.n.mem.buf[off:off+r.size], q, r.posted[q])
+				}
+			}
 			wr := verbs.SendWR{ID: uint64(q)<<32 | uint64(r.posted[q]), Opcode: r.op, Local: r.n.mem.sge(off, r.size)}
 			if r.op != verbs.WRSend {
 				wr.RemoteAddr, wr.RKey = r.remote.Addr+uint64(off), verbs.RKey(r.remote.RKey)
@@ -95,6 +106,12 @@ func (r *bwRunner) onWC(wc verbs.WorkCompletion) {
 	}
 	if wc.Status != verbs.StatusSuccess && r.err == nil {
 		r.err = &wrFailure{status: wc.Status}
+	}
+	if r.verify && r.op == verbs.WRRead && wc.Status == verbs.StatusSuccess && r.err == nil {
+		i := int(uint32(wc.WRID))
+		j := i % r.depth
+		off := q*r.slot + j*r.stride
+		r.err = checkPattern(r.n.mem.buf[off:off+r.size], q, i, j)
 	}
 	r.outstanding[q]--
 	r.completed++

@@ -33,6 +33,7 @@ type perfParams struct {
 	TxDepth   int               `json:"tx_depth"`
 	RxDepth   int               `json:"rx_depth"`
 	Paths     int               `json:"paths"`
+	Verify    bool              `json:"verify,omitempty"` // --verify (perf_verify.go)
 }
 
 // validate checks a client's parameters before the server acts on them
@@ -59,10 +60,22 @@ func (p perfParams) validate() error {
 			return fmt.Errorf("size %d, want 1..8388608", s)
 		}
 	}
-	if p.maxSize()*p.QPs > 256<<20 {
-		return fmt.Errorf("%d QPs of %d bytes need more than 256 MiB", p.QPs, p.maxSize())
+	if p.maxSize()*p.QPs*p.slots() > 256<<20 {
+		return fmt.Errorf("%d QPs of %d slots of %d bytes need more than 256 MiB", p.QPs, p.slots(), p.maxSize())
+	}
+	if p.Verify && (p.isLat() || p.Bidir || len(p.Sizes) != 1) {
+		return errors.New("--verify checks one size of a BW test in one direction (no -a, no -b, no latency test)")
 	}
 	return nil
+}
+
+// slots is the number of message slots of each QP's buffer: one, or with
+// --verify one per outstanding message (TX or RX depth, the larger).
+func (p perfParams) slots() int {
+	if p.Verify {
+		return max(p.TxDepth, p.RxDepth)
+	}
+	return 1
 }
 
 func (p perfParams) maxSize() int {
@@ -81,8 +94,14 @@ type ctrlMsg struct {
 	UDP     string       `json:"udp,omitempty"`
 	Mem     *regionInfo  `json:"mem,omitempty"`
 	Results []perfResult `json:"results,omitempty"`
-	Err     string       `json:"error,omitempty"`
-	Version string       `json:"version,omitempty"`
+	// done: the sender's loss repair (both ends), messages posted per QP
+	// (client, for --verify of WRITE) and the first verification failure
+	// (server).
+	Repair    *repairStats `json:"repair,omitempty"`
+	Posted    []int        `json:"posted,omitempty"`
+	VerifyErr string       `json:"verify_error,omitempty"`
+	Err       string       `json:"error,omitempty"`
+	Version   string       `json:"version,omitempty"`
 }
 
 // ctrl is one end of the setup channel. recv never blocks: it returns

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"github.com/metaroce/metaroce/verbs"
 	"net/netip"
@@ -35,13 +36,13 @@ func openSession(cfg profile.Config, p perfParams, open opener, server bool) (*n
 	if server {
 		id = 2
 	}
-	slot := p.maxSize()
+	slot := p.maxSize() * p.slots()
 	n, err := newNode(cfg, p.Transport, be, server, id, slot*p.QPs, p.Paths, max(p.TxDepth, p.RxDepth)+16)
 	if err != nil {
 		be.Close()
 		return nil, err
 	}
-	n.slot = slot
+	n.slot, n.stride = slot, p.maxSize()
 	return n, nil
 }
 
@@ -79,8 +80,10 @@ func runClient(cfg profile.Config, p perfParams, c ctrl, open opener, stop func(
 	}
 	var results []perfResult
 	var runErr error
+	var last runner
 	for _, size := range p.Sizes {
 		r := newRunner(n, p, size, *w.Mem)
+		last = r
 		res, err := drive(n, r, stop, prog, p.Test)
 		results = append(results, res)
 		if err != nil {
@@ -88,14 +91,37 @@ func runClient(cfg profile.Config, p perfParams, c ctrl, open opener, stop func(
 			break
 		}
 	}
-	if err := c.send(ctrlMsg{Type: "done", Results: results}); err != nil && runErr == nil {
+	runErr = n.explain(runErr)
+	rep := n.repair()
+	done := ctrlMsg{Type: "done", Results: results, Repair: &rep}
+	if r, ok := last.(*bwRunner); ok {
+		done.Posted = r.posted
+	}
+	if err := c.send(done); err != nil && runErr == nil {
 		runErr = err
 	}
-	if p.Bidir && runErr == nil {
-		m, err := waitMsg(c, n, "done", 10*time.Minute, stop)
-		if err != nil {
-			return results, n, err
+	// The server answers with its own results (bidirectional runs), its
+	// loss repair and its verification. After a failed run it may be gone:
+	// then its column is left out.
+	wait := 10 * time.Second
+	if p.Bidir {
+		wait = 10 * time.Minute
+	}
+	if runErr != nil {
+		wait = 2 * time.Second
+	}
+	m, err := waitMsg(c, n, "done", wait, stop)
+	if err != nil {
+		if runErr == nil {
+			runErr = err
 		}
+		return results, n, runErr
+	}
+	n.peerRepair = m.Repair
+	if m.VerifyErr != "" && runErr == nil {
+		runErr = errors.New("server: " + m.VerifyErr)
+	}
+	if p.Bidir && runErr == nil {
 		for i := range results {
 			if i < len(m.Results) {
 				results[i] = results[i].plus(m.Results[i])
@@ -109,7 +135,7 @@ func newRunner(n *node, p perfParams, size int, remote regionInfo) runner {
 	if p.isLat() {
 		return newLatRunner(n, p.Test, size, p.Iters, p.Duration, remote)
 	}
-	return newBWRunner(n, p.Test, size, p.Iters, p.Duration, p.TxDepth, remote, n.slot)
+	return newBWRunner(n, p.Test, size, p.Iters, p.Duration, p.TxDepth, remote, n.slot, p.Verify)
 }
 
 // drive runs r to the end on n. stop (SIGINT) stops posting; what has
@@ -177,6 +203,14 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 	}
 	remote := *hello.Mem
 	usesRecv := p.Test == "send_bw" || p.Test == "send_lat" || p.Test == "write_lat"
+	// recvSGE is where receive j of QP q lands: the QP's slot, or with
+	// --verify its own sub-slot (receive WR id q<<32 | j).
+	recvSGE := func(q, j int) verbs.SGE {
+		if p.Verify {
+			return n.mem.sge(q*n.slot+j*n.stride, n.stride)
+		}
+		return n.mem.sge(q*n.slot, n.slot)
+	}
 	if usesRecv || (p.Bidir && p.Test == "send_bw") {
 		depth := p.RxDepth
 		if p.isLat() {
@@ -184,12 +218,27 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		}
 		for q, qp := range n.qps {
 			for i := 0; i < depth; i++ {
-				if err := qp.PostRecv(n.be.Now(), verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+				j := 0
+				if p.Verify {
+					j = i
+				}
+				if err := qp.PostRecv(n.be.Now(), verbs.RecvWR{ID: uint64(q)<<32 | uint64(j), Local: recvSGE(q, j)}); err != nil {
 					return nil, n, err
 				}
 			}
 		}
 	}
+	if p.Verify && p.Test == "read_bw" {
+		// The READ source: slot j of QP q holds pattern j.
+		for q := range n.qps {
+			for j := 0; j < p.TxDepth; j++ {
+				off := q*n.slot + j*n.stride
+				fillPattern(n.mem.buf[off:off+n.stride], q, j)
+			}
+		}
+	}
+	var verr error              // the first verification failure
+	recvd := make([]int, p.QPs) // receives completed per QP (--verify)
 	if err := c.send(ctrlMsg{Type: "ready"}); err != nil {
 		return nil, n, err
 	}
@@ -213,6 +262,10 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 			switch m.Type {
 			case "done":
 				client = &m
+				n.peerRepair = m.Repair
+				if p.Verify && p.Test == "write_bw" && verr == nil {
+					verr = checkWrites(n, p, m.Posted)
+				}
 			case "error":
 				return false, fmt.Errorf("peer: %s", m.Err)
 			}
@@ -235,8 +288,14 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 				if q >= len(n.qps) {
 					q = 0
 				}
+				j := int(uint32(wc.WRID))
+				if p.Verify && verr == nil {
+					off := q*n.slot + j*n.stride
+					verr = checkPattern(n.mem.buf[off:off+int(wc.ByteLen)], q, recvd[q], recvd[q])
+					recvd[q]++
+				}
 				qp := n.qps[q]
-				if err := qp.PostRecv(now, verbs.RecvWR{ID: uint64(q) << 32, Local: n.mem.sge(q*n.slot, n.slot)}); err != nil {
+				if err := qp.PostRecv(now, verbs.RecvWR{ID: uint64(q)<<32 | uint64(j), Local: recvSGE(q, j)}); err != nil {
 					return false, err
 				}
 				var err error
@@ -272,8 +331,16 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 			}
 		}
 		if client != nil && cur == nil && len(runners) == 0 {
-			if err := c.send(ctrlMsg{Type: "done", Results: mine}); err != nil {
+			rep := n.repair()
+			done := ctrlMsg{Type: "done", Results: mine, Repair: &rep}
+			if verr != nil {
+				done.VerifyErr = verr.Error()
+			}
+			if err := c.send(done); err != nil {
 				return false, err
+			}
+			if verr != nil {
+				return false, verr
 			}
 			res = client.Results
 			for i := range res {
@@ -286,7 +353,30 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		return false, nil
 	})
 	if err != nil {
-		return mine, n, err
+		return mine, n, n.explain(err)
 	}
 	return res, n, nil
+}
+
+// checkWrites checks, once the client is done, what its WRITEs left in
+// this end's buffer: for each QP and target slot, the pattern of the last
+// message the client posted to it (posted[q] messages in all).
+func checkWrites(n *node, p perfParams, posted []int) error {
+	if len(posted) != len(n.qps) {
+		return fmt.Errorf("verify: the client reported %d QPs' counts, want %d", len(posted), len(n.qps))
+	}
+	size := p.Sizes[0]
+	for q := range n.qps {
+		for j := 0; j < p.TxDepth; j++ {
+			i := lastInSlot(posted[q], j, p.TxDepth)
+			if i < 0 {
+				break
+			}
+			off := q*n.slot + j*n.stride
+			if err := checkPattern(n.mem.buf[off:off+size], q, i, i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

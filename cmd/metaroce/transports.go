@@ -32,6 +32,9 @@ type transportKind struct {
 	// endpoint copies the counters of the node's device that no
 	// connection owns (engine goroutine only).
 	endpoint func(d verbs.Device) metrics.Endpoint
+	// repair sums the loss-repair counters of a node's sessions for
+	// perf's closing summary.
+	repair func(ss []verbs.Session) repairStats
 	// mtu is the payload MTU the profile gives the transport (for reports).
 	mtu func(cfg profile.Config) int
 	// onePath: a queue pair keeps one UDP source port (one ECMP path), so
@@ -59,6 +62,7 @@ var transportKinds = map[profile.Transport]transportKind{
 		udpPort:  mr.DefaultUDPPort,
 		snapshot: metaroceSnapshot,
 		endpoint: metaroceEndpoint,
+		repair:   metaroceRepair,
 		mtu:      func(cfg profile.Config) int { return cfg.Metaroce.MTU },
 	},
 	profile.TransportRoCEv2: {
@@ -77,6 +81,7 @@ var transportKinds = map[profile.Transport]transportKind{
 		udpPort:  rocev2.UDPPort,
 		snapshot: rocev2Snapshot,
 		endpoint: rocev2Endpoint,
+		repair:   rocev2Repair,
 		mtu:      func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
 		onePath:  true,
 	},
@@ -179,4 +184,52 @@ func rocev2Snapshot(ss []verbs.Session) []metrics.Conn {
 		}
 	}
 	return out
+}
+
+// metaroceRepair: resends by cause are packets (SACK-driven, by the
+// tail-loss timer, moved off a failed path); lost is the gaps the peer's
+// SACKs showed.
+func metaroceRepair(ss []verbs.Session) repairStats {
+	var r repairStats
+	var sack, timeout, moved uint64
+	for _, s := range ss {
+		m := s.(mr.Session).C
+		c := m.Counters()
+		r.Sent += c.DataPacketsSent
+		r.Resent += c.DataResent
+		r.Lost += c.SackGaps
+		r.Duplicates += c.Duplicates
+		r.PathFailures += c.PathFailures
+		for i := 0; i < m.NumPaths(); i++ {
+			pc := m.PathCounters(verbs.PathID(i))
+			sack += pc.RetransmitSACK
+			timeout += pc.RetransmitTimeout
+			moved += pc.MovedAway
+		}
+	}
+	r.LostHow = "SACK gaps"
+	r.Causes = []repairItem{{"sack", sack}, {"timeout", timeout}, {"moved", moved}}
+	return r
+}
+
+// rocev2Repair: go-back-N resends whole windows, so its causes are retry
+// episodes (an ACK timeout, a sequence NAK), not packets; lost is the
+// requests its responder dropped behind a gap.
+func rocev2Repair(ss []verbs.Session) repairStats {
+	var r repairStats
+	var timeouts, naks uint64
+	for _, s := range ss {
+		for _, rc := range s.(*rocev2.Session).Conns {
+			c := rc.Counters()
+			r.Sent += c.DataPacketsSent
+			r.Resent += c.DataResent
+			r.Lost += c.OutOfSequence
+			r.Duplicates += c.Duplicates
+			timeouts += c.Timeouts
+			naks += c.NaksReceived
+		}
+	}
+	r.LostHow = "out of sequence"
+	r.Causes = []repairItem{{"timeout episodes", timeouts}, {"NAK episodes", naks}}
+	return r
 }
