@@ -104,9 +104,8 @@ type Conn struct {
 	connectSentAt verbs.Time // the last CONNECT or ACCEPT sent: the answer gives a first RTT sample
 	tries         int
 
-	timer   queue.Timer // deadline and position in Endpoint.timers
-	agg     connAgg     // what computeDeadline needs of every path, ACK and stream (aggregates.go)
-	inReady bool
+	sched queue.Slot[*Conn] // deadline and ready-line place in Endpoint.sched
+	agg   connAgg           // what computeDeadline needs of every path, ACK and stream (aggregates.go)
 	// peerIndexed: in Endpoint.peers (from when its peer is known).
 	peerIndexed bool
 

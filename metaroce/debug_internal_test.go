@@ -3,7 +3,7 @@ package metaroce
 import "fmt"
 
 func (c *Conn) debugString() string {
-	s := fmt.Sprintf("conn %d state=%s failure=%v resend=%d moved=%d active=%d jobs=%d ctrl=%d acks=%d deadline=%d\n", c.local, c.state, c.failure, c.resend.Len(), c.moved.Len(), c.active.Len(), c.jobs.Len(), c.ctrl.Len(), c.ackList.Len(), c.timer.Deadline)
+	s := fmt.Sprintf("conn %d state=%s failure=%v resend=%d moved=%d active=%d jobs=%d ctrl=%d acks=%d deadline=%d\n", c.local, c.state, c.failure, c.resend.Len(), c.moved.Len(), c.active.Len(), c.jobs.Len(), c.ctrl.Len(), c.ackList.Len(), c.sched.Deadline)
 	for i := range c.tx {
 		p := &c.tx[i]
 		s += fmt.Sprintf(" tx%d gen=%d una=%d next=%d inUse=%d failed=%v timeouts=%d srtt=%v lastProg=%d delivered=%d\n", i, p.gen, p.una, p.next, p.inUse, p.failed, p.timeouts, p.srtt, p.lastProgress, p.delivered)

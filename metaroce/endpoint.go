@@ -36,10 +36,8 @@ type Endpoint struct {
 	conns    map[ConnID]*Conn
 	nextID   ConnID
 	accepted queue.Ring[*Conn]
-	ready    queue.Ring[*Conn]
-	timers   queue.TimerHeap[*Conn]
+	sched    queue.Scheduler[*Conn] // ready line and timers of the connections
 	replies  queue.Ring[reply]
-	due      []*Conn   // scratch for OnTimer
 	planeRR  int       // the plane the next new packet should take (Conn.pickPath)
 	share    fairShare // the receiver's rate hints (ratehint.go)
 	ready1   uint32    // planes whose ports have room (SetReadyPlanes); 0 = all
@@ -55,7 +53,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	return &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), nextID: 1,
-		timers: queue.NewTimerHeap(func(c *Conn) *queue.Timer { return &c.timer })}, nil
+		sched: queue.NewScheduler[*Conn]()}, nil
 }
 
 // Config returns the endpoint's effective configuration.
@@ -86,6 +84,7 @@ func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error)
 	}
 	c := &Conn{ep: e, local: e.nextID, peer: peer,
 		lastRx: now}
+	c.sched.Init(c)
 	c.agg.reset()
 	e.nextID++
 	e.conns[c.local] = c
@@ -120,7 +119,7 @@ func (e *Endpoint) Accept() (*Conn, bool) {
 func (e *Endpoint) forget(c *Conn) {
 	delete(e.conns, c.local)
 	e.peers.remove(c)
-	e.timers.Remove(c)
+	e.sched.Forget(&c.sched)
 }
 
 // reply queues an unsequenced answer outside any connection.
@@ -247,11 +246,9 @@ func (e *Endpoint) touch(c *Conn, now verbs.Time) {
 		return
 	}
 	d, ready := c.computeDeadline(now)
-	c.timer.Deadline = int64(d)
-	e.timers.Set(c)
-	if ready && !c.inReady {
-		c.inReady = true
-		e.ready.Push(c)
+	e.sched.SetDeadline(&c.sched, int64(d))
+	if ready {
+		e.sched.Requeue(&c.sched)
 	}
 }
 
@@ -269,28 +266,19 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		n := SealCRC(buf, HeaderLen)
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}
-	for e.ready.Len() > 0 {
-		c := e.ready.Pop()
-		c.inReady = false
-		if c.state >= connClosed {
-			continue
-		}
-		meta, ok := c.produce(now, buf)
-		if ok {
+	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
+		if meta, sent := c.produce(now, buf); sent {
 			e.planeRR = (int(meta.Plane) + 1) % e.cfg.Planes
-			// Round robin: the connection goes to the back of the line.
+			// Round robin: the connection goes to the back of the line,
+			// ready or not; a turn that finds nothing to send parks it.
 			e.touch(c, now)
-			if !c.inReady {
-				c.inReady = true
-				e.ready.Push(c)
-			}
+			e.sched.Requeue(&c.sched)
 			return meta, true
 		}
 		// Whatever work is left needs window room or time: an ACK or a
 		// timer makes the connection ready again.
 		d, _ := c.computeDeadline(now)
-		c.timer.Deadline = int64(d)
-		e.timers.Set(c)
+		e.sched.SetDeadline(&c.sched, int64(d))
 	}
 	return verbs.TxMeta{}, false
 }
@@ -299,24 +287,14 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 func (e *Endpoint) SetReadyPlanes(mask uint32) { e.ready1 = mask }
 
 // NextDeadline is the earliest time OnTimer must run (Never if none).
-func (e *Endpoint) NextDeadline() verbs.Time {
-	if e.timers.Len() == 0 {
-		return verbs.Never
-	}
-	return verbs.Time(e.timers.Min())
-}
+func (e *Endpoint) NextDeadline() verbs.Time { return verbs.Time(e.sched.NextDeadline()) }
 
 // OnTimer runs every timer due at now: tail-loss probes, path failure and
 // re-probing, ACK delays, RNR back-offs, keepalives, peer-dead detection,
 // connect and close retries.
 func (e *Endpoint) OnTimer(now verbs.Time) {
-	e.due = e.due[:0]
-	for e.timers.Len() > 0 && verbs.Time(e.timers.Min()) <= now {
-		e.due = append(e.due, e.timers.PopMin())
-	}
-	for _, c := range e.due {
+	e.sched.Expire(int64(now), func(c *Conn) {
 		c.onTimer(now)
 		e.touch(c, now)
-	}
-	clear(e.due)
+	})
 }

@@ -89,8 +89,7 @@ type Conn struct {
 	np         notifier
 	nextSendAt float64 // DCQCN pacing of requests and READ responses, ns
 
-	timer   queue.Timer // deadline and position in Endpoint.timers
-	inReady bool
+	sched queue.Slot[*Conn] // deadline and ready-line place in Endpoint.sched
 
 	c ConnCounters
 }
@@ -100,6 +99,7 @@ func newConn(e *Endpoint, now verbs.Time, peer verbs.PeerHandle, qpn uint32) *Co
 	c := &Conn{ep: e, peer: peer, qpn: qpn, mtu: cfg.MTU,
 		retriesLeft: cfg.RetryCount, rnrLeft: cfg.RNRRetry, maxRd: cfg.MaxRdAtomic}
 	c.qp.conn = c
+	c.sched.Init(c)
 	c.psnStart = PSN((qpn*0x9E3779B1 ^ cfg.PSNSeed*0x85EBCA6B) & PSNMask)
 	c.nextPSN, c.una, c.sndPSN, c.sndMax = c.psnStart, c.psnStart, c.psnStart, c.psnStart
 	c.rl = newRateLimiter(&cfg.DCQCN, cfg.LineRateBps)

@@ -40,10 +40,8 @@ type Endpoint struct {
 	qps      map[uint32]*Conn
 	nextQPN  uint32
 	accepted queue.Ring[*Conn]
-	ready    queue.Ring[*Conn]
-	timers   queue.TimerHeap[*Conn]
+	sched    queue.Scheduler[*Conn] // ready line and timers of the QPs
 	replies  queue.Ring[cmReply]
-	due      []*Conn
 	cmPSN    PSN
 	nextTID  uint64
 
@@ -60,7 +58,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	return &Endpoint{cfg: cfg, qps: make(map[uint32]*Conn), nextQPN: cfg.QPNBase, nextTID: 1,
-		timers: queue.NewTimerHeap(func(c *Conn) *queue.Timer { return &c.timer })}, nil
+		sched: queue.NewScheduler[*Conn]()}, nil
 }
 
 // Config returns the effective configuration.
@@ -132,7 +130,7 @@ func (e *Endpoint) forget(c *Conn) {
 	if e.qps[c.qpn] == c {
 		delete(e.qps, c.qpn)
 	}
-	e.timers.Remove(c)
+	e.sched.Forget(&c.sched)
 }
 
 // reply queues a CM message outside any live QP.
@@ -185,11 +183,9 @@ func (e *Endpoint) touch(c *Conn, now verbs.Time) {
 		return
 	}
 	d, ready := c.computeDeadline(now)
-	c.timer.Deadline = int64(d)
-	e.timers.Set(c)
-	if ready && !c.inReady {
-		c.inReady = true
-		e.ready.Push(c)
+	e.sched.SetDeadline(&c.sched, int64(d))
+	if ready {
+		e.sched.Requeue(&c.sched)
 	}
 }
 
@@ -215,23 +211,18 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		e.portUsed(now, n)
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort), ECT: ecnCapable(buf[:n])}, true
 	}
-	for e.ready.Len() > 0 {
-		c := e.ready.Pop()
-		c.inReady = false
-		if c.state >= stateClosed {
-			continue
-		}
-		meta, ok := c.produce(now, buf)
-		if ok {
+	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
+		if meta, sent := c.produce(now, buf); sent {
 			meta.ECT = ecnCapable(buf[:meta.Len])
-			// Round robin: the QP goes to the back of the line.
+			// Round robin: the QP goes to the back of the line if it
+			// has more to send now.
 			e.touch(c, now)
 			e.portUsed(now, meta.Len)
 			return meta, true
 		}
+		// Nothing may go now: an ACK or the deadline makes it ready again.
 		d, _ := c.computeDeadline(now)
-		c.timer.Deadline = int64(d)
-		e.timers.Set(c)
+		e.sched.SetDeadline(&c.sched, int64(d))
 	}
 	return verbs.TxMeta{}, false
 }
@@ -244,11 +235,8 @@ func (e *Endpoint) portUsed(now verbs.Time, n int) {
 // NextDeadline is the earliest time OnTimer (or NextPacket, for work the
 // port pacer holds back) must run; Never if none.
 func (e *Endpoint) NextDeadline() verbs.Time {
-	d := verbs.Never
-	if e.timers.Len() > 0 {
-		d = verbs.Time(e.timers.Min())
-	}
-	if e.ready.Len() > 0 || e.replies.Len() > 0 {
+	d := verbs.Time(e.sched.NextDeadline())
+	if e.sched.ReadyLen() > 0 || e.replies.Len() > 0 {
 		if pf := verbs.Time(math.Ceil(e.portFree)); pf > e.now && pf < d {
 			d = pf
 		}
@@ -260,13 +248,8 @@ func (e *Endpoint) NextDeadline() verbs.Time {
 // pacing, CM retransmissions.
 func (e *Endpoint) OnTimer(now verbs.Time) {
 	e.seen(now)
-	e.due = e.due[:0]
-	for e.timers.Len() > 0 && verbs.Time(e.timers.Min()) <= now {
-		e.due = append(e.due, e.timers.PopMin())
-	}
-	for _, c := range e.due {
+	e.sched.Expire(int64(now), func(c *Conn) {
 		c.onTimer(now)
 		e.touch(c, now)
-	}
-	clear(e.due)
+	})
 }
