@@ -76,20 +76,7 @@ poll:
 	if table == "" {
 		t.Fatalf("stats never read the running bench\n%s", out.String())
 	}
-	value := func(metric, labels string) float64 {
-		for _, l := range strings.Split(table, "\n") {
-			f := strings.Fields(l)
-			if len(f) == 3 && f[0] == metric && strings.Contains(f[1], labels) {
-				v, err := strconv.ParseFloat(f[2], 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v
-			}
-		}
-		t.Fatalf("no %s{%s} in:\n%s", metric, labels, table)
-		return 0
-	}
+	value := func(metric, labels string) float64 { return statValue(t, table, metric, labels) }
 	tx, rx := value("metaroce_backend_tx_packets_total", "transport=metaroce"), value("metaroce_backend_rx_packets_total", "transport=metaroce")
 	data := value("metaroce_conn_data_packets_total", "transport=metaroce")
 	if tx == 0 || rx == 0 {

@@ -53,20 +53,7 @@ poll:
 	if table == "" {
 		t.Fatal("stats never read the running bench")
 	}
-	value := func(metric, labels string) float64 {
-		for _, l := range strings.Split(table, "\n") {
-			f := strings.Fields(l)
-			if len(f) == 3 && f[0] == metric && strings.Contains(f[1], labels) {
-				v, err := strconv.ParseFloat(f[2], 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v
-			}
-		}
-		t.Fatalf("no %s{%s} in:\n%s", metric, labels, table)
-		return 0
-	}
+	value := func(metric, labels string) float64 { return statValue(t, table, metric, labels) }
 	if value("metaroce_backend_tx_packets_total", "transport=metaroce") == 0 {
 		t.Error("no packets counted")
 	}
@@ -86,4 +73,22 @@ poll:
 	} {
 		_ = value(s.metric, s.labels)
 	}
+}
+
+// statValue is the value of metric in a `metaroce stats` table, on the
+// first row whose labels contain labels; the test fails if there is none.
+func statValue(t *testing.T, table, metric, labels string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(table, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == metric && strings.Contains(f[1], labels) {
+			v, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s{%s} in:\n%s", metric, labels, table)
+	return 0
 }
