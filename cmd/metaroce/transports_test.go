@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/metaroce/metaroce/engine/memlink"
@@ -145,4 +146,31 @@ func TestRoCEv2DropMetrics(t *testing.T) {
 		t.Errorf("endpoint %v, core crc %d", ep, eb.Counters().ICRCDrops)
 	}
 	t.Logf("receiver: conn %v, endpoint %v", got, ep)
+}
+
+// Every transport in transportKinds fills every function of its entry: a
+// nil one would panic the first time the node, the metrics sampler or
+// perf's summary asked it. Checked by reflection so that a function
+// added to transportKind later is covered too.
+func TestTransportKindsComplete(t *testing.T) {
+	funcs := 0
+	for name, k := range transportKinds {
+		v := reflect.ValueOf(k)
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			if f.Kind() != reflect.Func {
+				continue
+			}
+			funcs++
+			if f.IsNil() {
+				t.Errorf("transportKinds[%q].%s is nil", name, v.Type().Field(i).Name)
+			}
+		}
+		if k.udpPort == 0 {
+			t.Errorf("transportKinds[%q].udpPort is 0", name)
+		}
+	}
+	if len(transportKinds) < 2 || funcs < 2*5 {
+		t.Fatalf("checked %d functions of %d transports; want both transports' entries", funcs, len(transportKinds))
+	}
 }
