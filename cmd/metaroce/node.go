@@ -202,8 +202,6 @@ func (n *node) run(step func(now verbs.Time) (bool, error)) error {
 	}))
 }
 
-func metricsPathID(i int) verbs.PathID { return verbs.PathID(i) }
-
 // poll returns the completions waiting (valid until the next poll).
 func (n *node) poll() []verbs.WorkCompletion {
 	k := n.cq.Poll(n.wcs)
