@@ -192,19 +192,13 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// ConfigError is a Config field out of range; Field is its Go name.
-type ConfigError struct {
-	Field string
-	Msg   string // what is wrong, without the field's name
-}
-
-func (e *ConfigError) Error() string { return "metaroce: config " + e.Field + " " + e.Msg }
-
+// cfgErr is a Config field out of range, as a *verbs.ConfigError (Field
+// is its Go name).
 func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &verbs.ConfigError{Core: "metaroce", Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Validate reports the first field out of range, by name (a *ConfigError).
+// Validate reports the first field out of range, by name (a *verbs.ConfigError).
 func (c Config) Validate() error {
 	type rng struct {
 		name      string

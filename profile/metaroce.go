@@ -2,12 +2,10 @@ package profile
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
-	"strings"
 
-	"github.com/metaroce/metaroce/internal/keys"
 	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Core returns the protocol core's configuration for these parameters
@@ -26,16 +24,10 @@ func (m Metaroce) validateCore() error {
 	if err == nil {
 		return nil
 	}
-	var ce *mr.ConfigError
-	if errors.As(err, &ce) {
-		msg := "is " + strings.TrimPrefix(ce.Msg, "= ")
-		if ce.Field == "LinkRateBps" {
-			return bad("metaroce.link_gbps", "%s (in bit/s)", msg)
-		}
-		if k, ok := keys.KeyOf(reflect.TypeOf(mr.Config{}), ce.Field); ok {
-			return bad("metaroce."+k, "%s", msg)
-		}
-		return bad("metaroce", "%s %s", ce.Field, msg)
+	// The link rate is the profile's own key, in Gb/s.
+	var ce *verbs.ConfigError
+	if errors.As(err, &ce) && ce.Field == "LinkRateBps" {
+		return bad("metaroce.link_gbps", "%s (in bit/s)", coreMsg(ce))
 	}
-	return bad("metaroce", "%v", fmt.Sprint(err))
+	return coreError("metaroce", reflect.TypeOf(mr.Config{}), err)
 }

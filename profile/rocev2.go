@@ -1,11 +1,8 @@
 package profile
 
 import (
-	"errors"
 	"reflect"
-	"strings"
 
-	"github.com/metaroce/metaroce/internal/keys"
 	"github.com/metaroce/metaroce/rocev2"
 )
 
@@ -16,13 +13,5 @@ func (r RoCEv2) validateCore() error {
 	if err == nil {
 		return nil
 	}
-	var ce *rocev2.ConfigError
-	if errors.As(err, &ce) {
-		msg := "is " + strings.TrimPrefix(ce.Msg, "= ")
-		if k, ok := keys.KeyOf(reflect.TypeOf(rocev2.Config{}), ce.Field); ok {
-			return bad("rocev2."+k, "%s", msg)
-		}
-		return bad("rocev2", "%s %s", ce.Field, msg)
-	}
-	return bad("rocev2", "%v", err)
+	return coreError("rocev2", reflect.TypeOf(rocev2.Config{}), err)
 }

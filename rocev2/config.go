@@ -144,21 +144,13 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// ConfigError is a Config field out of range; Field is its Go name, dotted
-// into DCQCN ("DCQCN.G"), so that a front end can name the key its tag
-// gives.
-type ConfigError struct {
-	Field string
-	Msg   string // what is wrong, without the field's name
-}
-
-func (e *ConfigError) Error() string { return "rocev2: config " + e.Field + " " + e.Msg }
-
+// cfgErr is a Config field out of range, as a *verbs.ConfigError (Field
+// is its Go name, dotted into DCQCN: "DCQCN.G").
 func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &verbs.ConfigError{Core: "rocev2", Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Validate reports the first field out of range, by name (a *ConfigError).
+// Validate reports the first field out of range, by name (a *verbs.ConfigError).
 func (c Config) Validate() error {
 	if mtuCode(c.MTU) == 0 {
 		return cfgErr("MTU", "= %d, want 256, 512, 1024, 2048 or 4096", c.MTU)

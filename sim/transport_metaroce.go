@@ -1,11 +1,9 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 
-	"github.com/metaroce/metaroce/internal/keys"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/verbs"
 )
@@ -58,15 +56,7 @@ func (metaroceTransport) CheckParams(c *Config, params any) error {
 		return fmt.Errorf("transport.metaroce.planes = %d, want at most topology.planes = %d", p.Planes, c.Topology.Planes)
 	}
 	cfg := p.core(min(c.Topology.Planes, mr.MaxPlanes), c.Transport.MTU, c.Topology.NICGbps)
-	err := cfg.Defaults().Validate()
-	var ce *mr.ConfigError
-	if errors.As(err, &ce) {
-		if k, ok := keys.KeyOf(reflect.TypeOf(mr.Config{}), ce.Field); ok {
-			return fmt.Errorf("transport.metaroce.%s %s", k, ce.Msg)
-		}
-		return fmt.Errorf("transport.metaroce: %s %s (from topology or transport.mtu)", ce.Field, ce.Msg)
-	}
-	return err
+	return coreParamsError("metaroce", reflect.TypeOf(mr.Config{}), cfg.Defaults().Validate())
 }
 
 type metaroceTransport struct{}

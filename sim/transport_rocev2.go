@@ -2,11 +2,8 @@ package sim
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"reflect"
 
-	"github.com/metaroce/metaroce/internal/keys"
 	"github.com/metaroce/metaroce/rocev2"
 	"github.com/metaroce/metaroce/verbs"
 )
@@ -58,15 +55,7 @@ func (p *RoCEv2Params) core(h, planes, mtu int, nicGbps float64) rocev2.Config {
 // when the file is loaded, and the error names the key.
 func (rocev2Transport) CheckParams(c *Config, params any) error {
 	cfg := params.(*RoCEv2Params).core(0, c.Topology.Planes, c.Transport.MTU, c.Topology.NICGbps)
-	err := cfg.Defaults().Validate()
-	var ce *rocev2.ConfigError
-	if errors.As(err, &ce) {
-		if k, ok := keys.KeyOf(reflect.TypeOf(rocev2.Config{}), ce.Field); ok {
-			return fmt.Errorf("transport.rocev2.%s %s", k, ce.Msg)
-		}
-		return fmt.Errorf("transport.rocev2: %s %s (from topology or transport.mtu)", ce.Field, ce.Msg)
-	}
-	return err
+	return coreParamsError("rocev2", reflect.TypeOf(rocev2.Config{}), cfg.Defaults().Validate())
 }
 
 type rocev2Transport struct{}

@@ -61,7 +61,7 @@ var layers = map[string][]string{
 	"sim":          {"verbs", "metaroce", "rocev2", "internal/keys", "sim/event", "sim/fabric", "sim/units", "sim/workload"},
 	"sim/report":   {"sim"},
 	// The front ends.
-	"profile":      {"internal/keys", "metaroce", "rocev2"},
+	"profile":      {"internal/keys", "metaroce", "rocev2", "verbs"},
 	"metrics":      {},
 	"configs":      {},
 	"cmd/metaroce": {"*"},
