@@ -51,9 +51,7 @@ func (w *incast) Begin(s Env) {
 func (w *incast) OnCompletion(s Env, c Completion) {
 	f := &w.flows[c.Conn]
 	if c.Recv {
-		f.arrived += int64(c.Bytes)
-		if f.target > 0 && f.arrived >= f.target && f.done == verbs.Never {
-			f.done = s.Now()
+		if f.arrive(int64(c.Bytes), s.Now()) {
 			w.left--
 		}
 		return

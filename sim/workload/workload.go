@@ -136,6 +136,17 @@ type flow struct {
 	done     verbs.Time // Never until all target bytes arrived
 }
 
+// arrive counts n bytes received at now, and reports whether they were
+// the ones that completed the flow's target (once per flow).
+func (f *flow) arrive(n int64, now verbs.Time) bool {
+	f.arrived += n
+	if f.target > 0 && f.arrived >= f.target && f.done == verbs.Never {
+		f.done = now
+		return true
+	}
+	return false
+}
+
 // meter samples what connections have delivered, every bin: the
 // aggregate, and per group when the workload wants fairness.
 type meter struct {
