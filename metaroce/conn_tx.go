@@ -357,9 +357,11 @@ func (c *Conn) pick(plane int) int {
 	return i
 }
 
-// nextToSegment returns the first message of q with packets left to build.
+// nextToSegment returns the first message of q with packets left to build,
+// among the MsgWindow oldest uncompleted ones: the peer tracks no more
+// (rxWindow), and completeSends reactivates the stream when it opens.
 func (q *QueuePair) nextToSegment() *txMsg {
-	for q.segIdx < q.sq.Len() {
+	for q.segIdx < q.sq.Len() && q.segIdx < MsgWindow {
 		m := *q.sq.At(q.segIdx)
 		if !m.segDone {
 			return m

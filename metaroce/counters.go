@@ -31,7 +31,8 @@ type ConnCounters struct {
 	RxBytes           uint64
 	DataPacketsSent   uint64 // data-carrying packets (WRITE*, SEND*, READ_RESP), first sends
 	DataResent        uint64 // data-carrying packets resent (any cause)
-	PayloadPlaced     uint64 // payload bytes placed in memory
+	PayloadPlaced     uint64 // payload bytes placed in memory, each byte of a message once
+	DuplicateChunks   uint64 // copies of an already-placed chunk that arrived on a new PSN (moved or resent), acknowledged but not placed again
 	AcksSent          uint64
 	AcksReceived      uint64
 	AckBlocksReceived uint64

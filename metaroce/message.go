@@ -113,7 +113,6 @@ type recvSlot struct {
 	buf     []byte
 	started bool // first packet seen: length known and checked
 	msgLen  uint32
-	placed  chunkSet
 	imm     uint32
 	hasImm  bool
 	opcode  verbs.WCOpcode
