@@ -16,6 +16,9 @@ type wirePair struct {
 	delay verbs.Time
 	q     []inflight
 	drop  func(from int, pkt []byte) bool
+	// extra, when set, delays a packet beyond delay (the queue stays
+	// ordered by arrival time; equal times keep sending order).
+	extra func(from int, pkt []byte) verbs.Time
 	buf   []byte
 }
 
@@ -51,7 +54,17 @@ func (w *wirePair) step() bool {
 			if w.drop != nil && w.drop(i, pkt) {
 				continue
 			}
-			w.q = append(w.q, inflight{at: w.now + w.delay, to: 1 - i, pkt: pkt, meta: meta})
+			at := w.now + w.delay
+			if w.extra != nil {
+				at += w.extra(i, pkt)
+			}
+			k := len(w.q)
+			for k > 0 && w.q[k-1].at > at {
+				k--
+			}
+			w.q = append(w.q, inflight{})
+			copy(w.q[k+1:], w.q[k:])
+			w.q[k] = inflight{at: at, to: 1 - i, pkt: pkt, meta: meta}
 		}
 	}
 	next := verbs.Never
