@@ -281,6 +281,7 @@ func (c *Conn) sizeMsg(m *txMsg) {
 		m.placed.reset(chunksFor(m.length, c.mtu))
 	} else {
 		m.nChunks = chunksFor(m.length, c.mtu)
+		m.acked.reset(m.nChunks)
 	}
 }
 

@@ -236,8 +236,10 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	case slotData:
 		m := s.msg
 		m.outstanding--
-		if !s.nop && s.attempt == m.attempt && m.status == verbs.StatusSuccess && !m.finished {
-			m.ackedChunks++
+		if (!s.nop || s.moved) && s.attempt == m.attempt && m.status == verbs.StatusSuccess && !m.finished {
+			if m.op == OpReadReq || m.acked.add(int(s.offset)/c.mtu) {
+				m.ackedChunks++
+			}
 			c.checkDone(m)
 		} else {
 			c.checkFailed(m)
@@ -273,8 +275,8 @@ func (c *Conn) onNak(now verbs.Time, body []byte) {
 		return
 	}
 	s := p.slot(n.PSN)
-	if s.kind != slotData || !s.sent {
-		return
+	if s.kind != slotData || !s.sent || s.moved {
+		return // a moved original: its copy gets the answer
 	}
 	m := s.msg
 	if m.qp.id != n.Stream || m.seq != n.MsgSeq {
@@ -308,6 +310,7 @@ func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 	c.c.RNRRetries++
 	m.attempt++
 	m.segOff, m.segDone, m.ackedChunks = 0, false, 0
+	m.acked.reset(m.nChunks)
 	// The back-off doubles per retry, up to 2^16 times the first one.
 	wait := cfg.RNRBackoff << min(m.rnrTries-1, 16)
 	if h := verbs.Time(hint); h > verbs.Time(wait) {

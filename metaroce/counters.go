@@ -33,6 +33,7 @@ type ConnCounters struct {
 	DataResent        uint64 // data-carrying packets resent (any cause)
 	PayloadPlaced     uint64 // payload bytes placed in memory, each byte of a message once
 	DuplicateChunks   uint64 // copies of an already-placed chunk that arrived on a new PSN (moved or resent), acknowledged but not placed again
+	CopiesCancelled   uint64 // moved copies not sent: the original's ACK came first
 	AcksSent          uint64
 	AcksReceived      uint64
 	AckBlocksReceived uint64

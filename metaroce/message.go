@@ -27,6 +27,7 @@ type txMsg struct {
 	rnrTries    int
 
 	placed chunkSet // READ: response chunks placed locally
+	acked  chunkSet // WRITE*, SEND*: chunks of this attempt acknowledged, by any copy
 
 	finished  bool         // outcome known; waiting for in-order completion
 	completed bool         // completion reported
@@ -80,6 +81,9 @@ func (c *chunkSet) add(i int) bool {
 }
 
 func (c *chunkSet) full() bool { return c.count == c.n }
+
+// has reports whether chunk i is marked.
+func (c *chunkSet) has(i int) bool { return c.bits[i/64]&(1<<uint(i%64)) != 0 }
 
 // chunksFor returns the number of packets a message of length n needs with
 // the given payload size (a zero-length message still sends one packet).

@@ -103,7 +103,7 @@ func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 	*m = txMsg{
 		op: op, qp: q, wrID: wr.ID, seq: q.nextSeq, mr: mr, local: local,
 		length: wr.Local.Length, remoteAddr: wr.RemoteAddr, rkey: wr.RKey, imm: wr.Imm,
-		placed: m.placed,
+		placed: m.placed, acked: m.acked,
 	}
 	if op == OpSend || op == OpSendImm || op == OpWriteImm {
 		m.recvSeq = q.nextRecvSeq

@@ -202,7 +202,7 @@ func TestPayloadPlacedUnderLossAndMoves(t *testing.T) {
 	if testing.Short() {
 		seeds = 10
 	}
-	dups := uint64(0)
+	var dups, cancelled uint64
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 13))
 		r := newWindowRig(t, Config{Paths: 4, MTU: 1024})
@@ -245,7 +245,9 @@ func TestPayloadPlacedUnderLossAndMoves(t *testing.T) {
 		require.Equal(t, uint64(2*wlen+slen), r.cb.Counters().PayloadPlaced, "seed %d", seed)
 		require.Equal(t, uint64(wlen), r.ca.Counters().PayloadPlaced, "seed %d", seed)
 		dups += r.cb.Counters().DuplicateChunks
+		cancelled += r.ca.Counters().CopiesCancelled
 	}
+	t.Logf("%d late copies not placed again, %d moved copies cancelled", dups, cancelled)
 	require.NotZero(t, dups, "no seed moved a copy that arrived late")
 }
 
@@ -403,4 +405,59 @@ func TestSenderKeepsToMsgWindow(t *testing.T) {
 	require.Equal(t, MsgWindow, most, "messages sent while the first was held")
 	require.Zero(t, r.cb.Counters().RNRNaksSent, "refused as beyond the window")
 	require.LessOrEqual(t, len(r.qb.rxw.ents), MsgWindow)
+}
+
+// TestMovedCopyCancelledByOriginalAck: a path's data is moved at a
+// timeout while no path has room for the copies; then the originals
+// arrive and their ACK comes back first. The copies still waiting are not
+// sent, and the message completes on the originals, each chunk once.
+func TestMovedCopyCancelledByOriginalAck(t *testing.T) {
+	r := newWindowRig(t, Config{Paths: 2, MTU: 1024})
+	w, ea, eb := r.w, r.w.ep[0], r.w.ep[1]
+	// A first WRITE opens the connection's in-flight cap.
+	r.write(t, 9, 0, 64<<10, 64<<10)
+	w.runUntil(t, func() bool { return len(poll(r.cqa)) == 1 }, w.now+1e9)
+	r.quiesce(w.now + verbs.Time(time.Millisecond))
+	base := *r.cb.Counters()
+	const wlen = 4 << 10
+	r.write(t, 1, 0, wlen, 0)
+	var held [][]byte
+	for {
+		meta, ok := ea.NextPacket(w.now, w.buf)
+		if !ok {
+			break
+		}
+		held = append(held, append([]byte(nil), w.buf[:meta.Len]...))
+	}
+	require.Equal(t, 4, len(held))
+	// Both paths time out (as onPathTimeout would): every chunk moves.
+	r.ca.moveOutstanding(&r.ca.tx[0], true)
+	r.ca.moveOutstanding(&r.ca.tx[1], true)
+	require.Equal(t, 4, r.ca.moved.Len())
+	// The originals arrive after all, and the ACK is back before the
+	// sender builds another packet.
+	w.now += 1000
+	for _, pkt := range held {
+		eb.Receive(w.now, pkt, verbs.RxMeta{Peer: 0})
+	}
+	acks := 0
+	for {
+		meta, ok := eb.NextPacket(w.now, w.buf)
+		if !ok {
+			break
+		}
+		ea.Receive(w.now, w.buf[:meta.Len], verbs.RxMeta{Peer: 1})
+		acks++
+	}
+	require.NotZero(t, acks)
+	wcs := poll(r.cqa)
+	require.Len(t, wcs, 1, "the originals' ACK completes the WRITE")
+	require.Equal(t, verbs.StatusSuccess, wcs[0].Status)
+	r.quiesce(w.now + verbs.Time(10*time.Millisecond))
+	require.Equal(t, uint64(4), r.ca.Counters().CopiesCancelled)
+	require.Zero(t, r.ca.Counters().DataResent, "a cancelled copy was sent")
+	require.Equal(t, base.DuplicateChunks, r.cb.Counters().DuplicateChunks)
+	require.Equal(t, uint64(wlen), r.cb.Counters().PayloadPlaced-base.PayloadPlaced)
+	require.Equal(t, r.src[:wlen], r.dst[:wlen])
+	require.Zero(t, r.ca.moved.Len())
 }
