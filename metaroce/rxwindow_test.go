@@ -461,3 +461,32 @@ func TestMovedCopyCancelledByOriginalAck(t *testing.T) {
 	require.Equal(t, r.src[:wlen], r.dst[:wlen])
 	require.Zero(t, r.ca.moved.Len())
 }
+
+// TestBeyondWindowIsRefused: a WRITE packet MsgWindow messages past the
+// responder's base (which a sender keeping to MsgWindow never sends) is
+// answered RNR and places nothing; the last message inside is placed.
+func TestBeyondWindowIsRefused(t *testing.T) {
+	r := newWindowRig(t, Config{Paths: 1, MTU: 1024})
+	w, eb := r.w, r.w.ep[1]
+	psn := r.ca.tx[0].next
+	forge := func(seq MsgSeq) []byte {
+		pkt := make([]byte, eb.MaxPacketLen())
+		h := Header{Opcode: OpWrite, Flags: FlagAckReq, DstConn: r.cb.LocalID(), SrcConn: r.ca.LocalID(),
+			Incarnation: 11, Path: 0, PathGen: r.ca.tx[0].gen, PSN: psn, Timestamp: w.now}
+		psn++
+		h.Put(pkt)
+		m := MsgHeader{Stream: 0, PayloadLen: 100, MsgSeq: seq, MsgLen: 100, RKey: r.mrb.RKey(), RemoteAddr: r.mrb.Addr()}
+		m.Put(pkt[HeaderLen:])
+		copy(pkt[HeaderLen+MsgHeaderLen:], bytes.Repeat([]byte{0xAB}, 100))
+		return pkt[:SealCRC(pkt, HeaderLen+MsgHeaderLen+100)]
+	}
+	eb.Receive(w.now, forge(MsgWindow), verbs.RxMeta{Peer: 0})
+	require.Equal(t, uint64(1), r.cb.Counters().RNRNaksSent)
+	require.Zero(t, r.cb.Counters().PayloadPlaced)
+	require.Equal(t, make([]byte, 100), r.dst[:100])
+	eb.Receive(w.now, forge(MsgWindow-1), verbs.RxMeta{Peer: 0})
+	require.Equal(t, uint64(1), r.cb.Counters().RNRNaksSent)
+	require.Equal(t, uint64(100), r.cb.Counters().PayloadPlaced)
+	require.Equal(t, bytes.Repeat([]byte{0xAB}, 100), r.dst[:100])
+	require.Zero(t, r.cb.Counters().Malformed)
+}
