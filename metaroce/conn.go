@@ -89,7 +89,9 @@ type Conn struct {
 	// deferredJobs: READs accepted but waiting in a stream's window for
 	// earlier messages (rxWindow); they count against maxReadJobs.
 	deferredJobs int
-	winWords     int // chunk-set storage held by the streams' windows (maxWindowWords)
+	winWords     int      // chunk-set storage held by the streams' windows (maxWindowWords)
+	heldPool     [][]byte // buffers for WRITE last chunks held back (placeWrite)
+	heldN        int      // of them in use
 	errHist      [errorHistoryLen]errorRecord
 	errNext      int
 

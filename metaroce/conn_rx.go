@@ -11,7 +11,7 @@ type verdict uint8
 
 const (
 	accepted verdict = iota // placed (or harmless duplicate of finished work): acknowledge
-	refused                 // a NAK is queued; the PSN stays unacknowledged
+	refused                 // a NAK is queued (or, placeWrite, the sender is left to resend); the PSN stays unacknowledged
 	dropped                 // malformed: neither acknowledged nor answered
 )
 
@@ -465,8 +465,9 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 			c.c.DuplicateChunks++
 		default:
 			dst, _ := mr.Span(m.RemoteAddr, uint64(len(payload)))
-			copy(dst, payload)
-			c.c.PayloadPlaced += uint64(len(payload))
+			if !c.placeWrite(q, m.MsgSeq, chunk, mr, dst, payload) {
+				return refused // not acknowledged: the sender resends it
+			}
 			c.advance(q)
 		}
 	case OpSend, OpSendImm:

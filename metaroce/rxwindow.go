@@ -78,6 +78,11 @@ type rxMsg struct {
 	lo      uint64   // chunks 0..63 placed: most messages need no more
 	hi      []uint64 // chunks from 64 on (storage kept when small)
 	job     *readJob // READ: deferred until base reaches it
+	// A WRITE's last chunk, arrived before the rest (placeWrite): its
+	// payload, where it goes, and the region (nil: none held).
+	held    []byte
+	heldDst []byte
+	heldMR  *verbs.MemoryRegion
 }
 
 // add marks chunk i and reports whether it was new.
@@ -92,6 +97,16 @@ func (e *rxMsg) add(i int) bool {
 	*w |= 1 << b
 	e.count++
 	return true
+}
+
+// unmark forgets chunk i (placeWrite could not take it).
+func (e *rxMsg) unmark(i int) {
+	w := &e.lo
+	if i >= 64 {
+		w = &e.hi[i/64-1]
+	}
+	*w &^= 1 << uint(i%64)
+	e.count--
 }
 
 // winVerdict is what the window says of a chunk.
@@ -185,6 +200,7 @@ func (c *Conn) winFail(q *QueuePair, seq MsgSeq) {
 		return
 	}
 	e.used, e.done, e.failed = true, true, true
+	c.dropHeld(e)
 	if e.job != nil {
 		c.dropJob(e.job)
 		e.job = nil
@@ -225,6 +241,7 @@ func (c *Conn) advance(q *QueuePair) {
 
 // retireEntry empties e for reuse, keeping small chunk sets' storage.
 func (c *Conn) retireEntry(e *rxMsg) {
+	c.dropHeld(e)
 	hi := e.hi
 	if cap(hi) > 64 {
 		c.winWords -= cap(hi)
@@ -242,6 +259,7 @@ func (c *Conn) clearWindow(q *QueuePair) {
 		if e.job != nil {
 			c.dropJob(e.job)
 		}
+		c.dropHeld(e)
 		c.winWords -= cap(e.hi)
 	}
 	*w = rxWindow{base: w.base}
