@@ -89,9 +89,9 @@ type Conn struct {
 	// deferredJobs: READs accepted but waiting in a stream's window for
 	// earlier messages (rxWindow); they count against maxReadJobs.
 	deferredJobs int
-	winWords     int      // chunk-set storage held by the streams' windows (maxWindowWords)
-	heldPool     [][]byte // buffers for WRITE last chunks held back (placeWrite)
-	heldN        int      // of them in use
+	winWords     int          // chunk-set storage held by the streams' windows (maxWindowWords)
+	heldPool     []*heldChunk // WRITE last chunks held back (placeWrite), pooled
+	heldN        int          // of them in use
 	errHist      [errorHistoryLen]errorRecord
 	errNext      int
 
@@ -283,7 +283,6 @@ func (c *Conn) sizeMsg(m *txMsg) {
 		m.placed.reset(chunksFor(m.length, c.mtu))
 	} else {
 		m.nChunks = chunksFor(m.length, c.mtu)
-		m.acked.reset(m.nChunks)
 	}
 }
 

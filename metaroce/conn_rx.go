@@ -237,7 +237,7 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 		m := s.msg
 		m.outstanding--
 		if (!s.nop || s.moved) && s.attempt == m.attempt && m.status == verbs.StatusSuccess && !m.finished {
-			if m.op == OpReadReq || m.acked.add(int(s.offset)/c.mtu) {
+			if !m.moved || m.acked.add(int(s.offset/uint32(c.mtu))) {
 				m.ackedChunks++
 			}
 			c.checkDone(m)
@@ -310,7 +310,7 @@ func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 	c.c.RNRRetries++
 	m.attempt++
 	m.segOff, m.segDone, m.ackedChunks = 0, false, 0
-	m.acked.reset(m.nChunks)
+	m.moved = false
 	// The back-off doubles per retry, up to 2^16 times the first one.
 	wait := cfg.RNRBackoff << min(m.rnrTries-1, 16)
 	if h := verbs.Time(hint); h > verbs.Time(wait) {
@@ -456,7 +456,8 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		if slot != nil {
 			q.rxw.bindRecv(m.MsgSeq, m.RecvSeq)
 		}
-		switch c.admit(&q.rxw, m.MsgSeq, m.MsgLen, chunk) {
+		e, v := c.admit(&q.rxw, m.MsgSeq, m.MsgLen, chunk)
+		switch v {
 		case winBeyond:
 			return c.nak(h, &m, verbs.StatusReceiverNotReady)
 		case winMismatch:
@@ -465,10 +466,12 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 			c.c.DuplicateChunks++
 		default:
 			dst, _ := mr.Span(m.RemoteAddr, uint64(len(payload)))
-			if !c.placeWrite(q, m.MsgSeq, chunk, mr, dst, payload) {
+			if !c.placeWrite(e, chunk, mr, dst, payload) {
 				return refused // not acknowledged: the sender resends it
 			}
-			c.advance(q)
+			if e.done {
+				c.advance(q)
+			}
 		}
 	case OpSend, OpSendImm:
 		slot, v := c.claimRecv(h, &m, q)
@@ -486,7 +489,8 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 			return c.refuseRecv(h, &m, q, slot, verbs.WCRecv, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
 		q.rxw.bindRecv(m.MsgSeq, m.RecvSeq)
-		switch c.admit(&q.rxw, m.MsgSeq, m.MsgLen, chunk) {
+		e, wv := c.admit(&q.rxw, m.MsgSeq, m.MsgLen, chunk)
+		switch wv {
 		case winBeyond:
 			return c.nak(h, &m, verbs.StatusReceiverNotReady)
 		case winMismatch:
@@ -498,7 +502,9 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 				copy(slot.buf[m.Offset:], payload)
 				c.c.PayloadPlaced += uint64(len(payload))
 			}
-			c.advance(q)
+			if e.done {
+				c.advance(q)
+			}
 		}
 	case OpReadReq:
 		mr, src, ok := c.ep.regions.CheckRemote(q.pd, m.RKey, m.RemoteAddr, uint64(m.MsgLen), verbs.AccessRemoteRead)

@@ -319,7 +319,7 @@ func (c *Conn) movedObsolete(mp *movedPkt) bool {
 	if mp.attempt != m.attempt || m.status != verbs.StatusSuccess {
 		return true
 	}
-	if m.op != OpReadReq && m.acked.has(int(mp.offset)/c.mtu) {
+	if m.moved && m.acked.has(int(mp.offset/uint32(c.mtu))) {
 		c.c.CopiesCancelled++
 		return true
 	}

@@ -303,6 +303,10 @@ func (c *Conn) moveOutstanding(p *txPath, keep bool) {
 				c.moved.Push(movedPkt{kind: slotData, msg: m, attempt: s.attempt, offset: s.offset, length: s.length})
 				p.c.MovedAway++
 				if keep && s.sent && m.op != OpReadReq {
+					if !m.moved {
+						m.moved = true
+						m.acked.reset(m.nChunks)
+					}
 					m.outstanding++ // the copy's reference; the slot keeps its own
 					s.nop, s.moved = true, true
 					continue

@@ -16,9 +16,8 @@ const maxHeldChunks = 1024
 // been placed. It reports false when the chunk can be neither placed nor
 // held (maxHeldChunks): the window forgets it and the packet is not
 // acknowledged.
-func (c *Conn) placeWrite(q *QueuePair, seq MsgSeq, chunk int, mr *verbs.MemoryRegion, dst, payload []byte) bool {
-	e, _ := q.rxw.entry(seq) // admit has just marked chunk: e is in the window
-	if chunk == e.n-1 && !e.done {
+func (c *Conn) placeWrite(e *rxMsg, chunk int, mr *verbs.MemoryRegion, dst, payload []byte) bool {
+	if int32(chunk) == e.n-1 && !e.done {
 		if c.heldN >= maxHeldChunks {
 			e.unmark(chunk)
 			c.c.LastChunksRefused++
@@ -26,39 +25,50 @@ func (c *Conn) placeWrite(q *QueuePair, seq MsgSeq, chunk int, mr *verbs.MemoryR
 		}
 		c.heldN++
 		c.c.LastChunksHeld++
-		e.held = append(c.heldBuf(), payload...)
-		e.heldDst, e.heldMR = dst, mr
+		h := c.newHeld()
+		h.buf = append(h.buf[:0], payload...)
+		h.dst, h.mr = dst, mr
+		e.held = h
 		return true
 	}
 	copy(dst, payload)
 	c.c.PayloadPlaced += uint64(len(payload))
-	if e.done && e.heldMR != nil {
+	if h := e.held; e.done && h != nil {
 		// The rest has landed: the last byte goes in now.
-		if e.heldMR.Placeable() { // else deregistered meanwhile: nothing lands in it
-			copy(e.heldDst, e.held)
-			c.c.PayloadPlaced += uint64(len(e.held))
+		if h.mr.Placeable() { // else deregistered meanwhile: nothing lands in it
+			copy(h.dst, h.buf)
+			c.c.PayloadPlaced += uint64(len(h.buf))
 		}
 		c.dropHeld(e)
 	}
 	return true
 }
 
-// heldBuf returns an empty buffer for a held chunk, reusing a pooled one.
-func (c *Conn) heldBuf() []byte {
-	if n := len(c.heldPool); n > 0 {
-		b := c.heldPool[n-1]
-		c.heldPool = c.heldPool[:n-1]
-		return b[:0]
-	}
-	return make([]byte, 0, c.mtu)
+// heldChunk is a WRITE's last chunk kept aside: its payload, where it
+// goes, and the region that holds it. Pooled per connection.
+type heldChunk struct {
+	buf []byte
+	dst []byte
+	mr  *verbs.MemoryRegion
 }
 
-// dropHeld returns e's held chunk buffer to the pool, if it has one.
+func (c *Conn) newHeld() *heldChunk {
+	if n := len(c.heldPool); n > 0 {
+		h := c.heldPool[n-1]
+		c.heldPool = c.heldPool[:n-1]
+		return h
+	}
+	return &heldChunk{buf: make([]byte, 0, c.mtu)}
+}
+
+// dropHeld returns e's held chunk to the pool, if it has one.
 func (c *Conn) dropHeld(e *rxMsg) {
-	if e.heldMR == nil {
+	h := e.held
+	if h == nil {
 		return
 	}
-	c.heldPool = append(c.heldPool, e.held)
+	h.dst, h.mr = nil, nil
+	c.heldPool = append(c.heldPool, h)
 	c.heldN--
-	e.held, e.heldDst, e.heldMR = nil, nil, nil
+	e.held = nil
 }

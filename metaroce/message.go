@@ -27,7 +27,12 @@ type txMsg struct {
 	rnrTries    int
 
 	placed chunkSet // READ: response chunks placed locally
-	acked  chunkSet // WRITE*, SEND*: chunks of this attempt acknowledged, by any copy
+	// acked: WRITE*, SEND*: chunks of this attempt acknowledged since a
+	// first packet of it was moved (copied), when two copies of one chunk
+	// may both be acknowledged; before that each chunk has one copy and
+	// the set is not kept (the hot path does not touch it).
+	acked chunkSet
+	moved bool // a packet of this attempt was moved, keeping its original (acked is kept)
 
 	finished  bool         // outcome known; waiting for in-order completion
 	completed bool         // completion reported

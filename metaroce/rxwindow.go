@@ -73,16 +73,12 @@ type rxMsg struct {
 	recv    bool   // receive-consuming (SEND*, WRITE_IMM): complete its receive when base passes
 	recvSeq MsgSeq // its receive
 	msgLen  uint32
-	n       int      // chunks in the message
-	count   int      // chunks placed
-	lo      uint64   // chunks 0..63 placed: most messages need no more
-	hi      []uint64 // chunks from 64 on (storage kept when small)
-	job     *readJob // READ: deferred until base reaches it
-	// A WRITE's last chunk, arrived before the rest (placeWrite): its
-	// payload, where it goes, and the region (nil: none held).
-	held    []byte
-	heldDst []byte
-	heldMR  *verbs.MemoryRegion
+	n       int32      // chunks in the message
+	count   int32      // chunks placed
+	lo      uint64     // chunks 0..63 placed: most messages need no more
+	hi      []uint64   // chunks from 64 on (storage kept when small)
+	job     *readJob   // READ: deferred until base reaches it
+	held    *heldChunk // a WRITE's last chunk, arrived before the rest (placeWrite)
 }
 
 // add marks chunk i and reports whether it was new.
@@ -151,19 +147,20 @@ func (w *rxWindow) grow(n int) {
 }
 
 // admit checks chunk of message seq (length msgLen) against the window
-// and, if it is fresh, marks it placed. The caller places a fresh chunk's
-// payload; it must have validated the packet first.
-func (c *Conn) admit(w *rxWindow, seq MsgSeq, msgLen uint32, chunk int) winVerdict {
+// and, if it is fresh, marks it placed, returning the message's entry
+// (nil unless fresh). The caller places a fresh chunk's payload; it must
+// have validated the packet first.
+func (c *Conn) admit(w *rxWindow, seq MsgSeq, msgLen uint32, chunk int) (*rxMsg, winVerdict) {
 	e, v := w.entry(seq)
 	if e == nil {
-		return v
+		return nil, v
 	}
 	if !e.used {
 		n := chunksFor(msgLen, c.mtu)
 		words := (n+63)/64 - 1
 		if grow := words - cap(e.hi); grow > 0 {
 			if c.winWords+grow > maxWindowWords {
-				return winBeyond
+				return nil, winBeyond
 			}
 			c.winWords += grow
 			e.hi = make([]uint64, words)
@@ -171,19 +168,19 @@ func (c *Conn) admit(w *rxWindow, seq MsgSeq, msgLen uint32, chunk int) winVerdi
 			e.hi = e.hi[:words]
 			clear(e.hi)
 		}
-		e.used, e.msgLen, e.n, e.count, e.lo = true, msgLen, n, 0, 0
+		e.used, e.msgLen, e.n, e.count, e.lo = true, msgLen, int32(n), 0, 0
 	} else if e.done {
-		return winDup
+		return nil, winDup
 	} else if e.msgLen != msgLen {
-		return winMismatch
+		return nil, winMismatch
 	}
 	if !e.add(chunk) {
-		return winDup
+		return nil, winDup
 	}
 	if e.count == e.n {
 		e.done = true
 	}
-	return winFresh
+	return e, winFresh
 }
 
 // bindRecv records that message seq consumes receive recvSeq.

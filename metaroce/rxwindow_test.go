@@ -17,27 +17,27 @@ func TestRxWindowBoundsAndBase(t *testing.T) {
 	w := &q.rxw
 
 	// Message 1 (one chunk) completes before message 0: base waits.
-	require.Equal(t, winFresh, c.admit(w, 1, 50, 0))
+	require.Equal(t, winFresh, adm(c, w, 1, 50, 0))
 	c.advance(q)
 	require.Equal(t, MsgSeq(0), w.base)
 	// Message 0 has 3 chunks, placed out of order, each once.
-	require.Equal(t, winFresh, c.admit(w, 0, 300, 2))
-	require.Equal(t, winDup, c.admit(w, 0, 300, 2))
-	require.Equal(t, winMismatch, c.admit(w, 0, 200, 1), "a packet contradicting the message's first")
-	require.Equal(t, winFresh, c.admit(w, 0, 300, 0))
+	require.Equal(t, winFresh, adm(c, w, 0, 300, 2))
+	require.Equal(t, winDup, adm(c, w, 0, 300, 2))
+	require.Equal(t, winMismatch, adm(c, w, 0, 200, 1), "a packet contradicting the message's first")
+	require.Equal(t, winFresh, adm(c, w, 0, 300, 0))
 	c.advance(q)
 	require.Equal(t, MsgSeq(0), w.base)
-	require.Equal(t, winFresh, c.admit(w, 0, 300, 1))
+	require.Equal(t, winFresh, adm(c, w, 0, 300, 1))
 	c.advance(q)
 	require.Equal(t, MsgSeq(2), w.base, "both done: base passes them")
-	require.Equal(t, winDup, c.admit(w, 0, 300, 0), "below base: done")
-	require.Equal(t, winDup, c.admit(w, 1, 50, 0))
+	require.Equal(t, winDup, adm(c, w, 0, 300, 0), "below base: done")
+	require.Equal(t, winDup, adm(c, w, 1, 50, 0))
 
 	// Bounds: the last message of the window is tracked, the next is not.
-	require.Equal(t, winBeyond, c.admit(w, 2+MsgWindow, 10, 0))
-	require.Equal(t, winFresh, c.admit(w, 2+MsgWindow-1, 1000, 3))
+	require.Equal(t, winBeyond, adm(c, w, 2+MsgWindow, 10, 0))
+	require.Equal(t, winFresh, adm(c, w, 2+MsgWindow-1, 1000, 3))
 	require.Len(t, w.ents, MsgWindow)
-	require.Equal(t, winDup, c.admit(w, 2+MsgWindow-1, 1000, 3), "kept across growth")
+	require.Equal(t, winDup, adm(c, w, 2+MsgWindow-1, 1000, 3), "kept across growth")
 }
 
 func TestRxWindowGrowKeepsEntriesAndWraps(t *testing.T) {
@@ -46,14 +46,14 @@ func TestRxWindowGrowKeepsEntriesAndWraps(t *testing.T) {
 	w := &q.rxw
 	w.base = math.MaxUint32 - 2 // msg_seq wraps inside the window
 	for k := range MsgSeq(6) {
-		require.Equal(t, winFresh, c.admit(w, w.base+k, 20, 0))
+		require.Equal(t, winFresh, adm(c, w, w.base+k, 20, 0))
 	}
 	require.Len(t, w.ents, 8)
-	require.Equal(t, winFresh, c.admit(w, w.base+40, 20, 0)) // grows to 64
+	require.Equal(t, winFresh, adm(c, w, w.base+40, 20, 0)) // grows to 64
 	require.Len(t, w.ents, 64)
 	for k := range MsgSeq(6) {
-		require.Equal(t, winDup, c.admit(w, w.base+k, 20, 0), "message %d lost its chunks in growth", k)
-		require.Equal(t, winFresh, c.admit(w, w.base+k, 20, 1))
+		require.Equal(t, winDup, adm(c, w, w.base+k, 20, 0), "message %d lost its chunks in growth", k)
+		require.Equal(t, winFresh, adm(c, w, w.base+k, 20, 1))
 	}
 	c.advance(q)
 	require.Equal(t, MsgSeq(3), w.base, "base crossed 2^32")
@@ -63,7 +63,7 @@ func TestRxWindowFailAndBudget(t *testing.T) {
 	c := &Conn{mtu: 10}
 	q := &QueuePair{conn: c}
 	w := &q.rxw
-	require.Equal(t, winFresh, c.admit(w, 1, 10, 0))
+	require.Equal(t, winFresh, adm(c, w, 1, 10, 0))
 	c.winFail(q, 0) // message 0 was NAK'd with an error: done
 	c.advance(q)
 	require.Equal(t, MsgSeq(2), w.base)
@@ -71,9 +71,9 @@ func TestRxWindowFailAndBudget(t *testing.T) {
 	// Chunk-set storage: a message of 64·3 chunks needs two words past the
 	// inline one; with one word left in the budget it is refused.
 	c.winWords = maxWindowWords - 1
-	require.Equal(t, winBeyond, c.admit(w, 2, 64*3*10, 0))
+	require.Equal(t, winBeyond, adm(c, w, 2, 64*3*10, 0))
 	c.winWords = 0
-	require.Equal(t, winFresh, c.admit(w, 2, 64*3*10, 130))
+	require.Equal(t, winFresh, adm(c, w, 2, 64*3*10, 130))
 	require.Equal(t, 2, c.winWords)
 	c.clearWindow(q)
 	require.Zero(t, c.winWords)
@@ -489,4 +489,10 @@ func TestBeyondWindowIsRefused(t *testing.T) {
 	require.Equal(t, uint64(100), r.cb.Counters().PayloadPlaced)
 	require.Equal(t, bytes.Repeat([]byte{0xAB}, 100), r.dst[:100])
 	require.Zero(t, r.cb.Counters().Malformed)
+}
+
+// adm is admit's verdict alone.
+func adm(c *Conn, w *rxWindow, seq MsgSeq, msgLen uint32, chunk int) winVerdict {
+	_, v := c.admit(w, seq, msgLen, chunk)
+	return v
 }
