@@ -65,8 +65,11 @@ var layers = map[string][]string{
 	"metrics":      {},
 	"configs":      {},
 	"cmd/metaroce": {"*"},
-	// The profile loader the front ends share.
+	// The profile loader both front ends share, and the verbs library: a
+	// C library (no Go) and its Go transport, a front end like the CLI.
 	"internal/profileload": {"configs", "profile"},
+	"libverbs":             {},
+	"libverbs/golib":       {"*"},
 	// Test support and end-to-end tests.
 	"internal/verbstest":     {"verbs", "engine/mempair", "engine/memlink"},
 	"internal/golden":        {},
@@ -78,12 +81,13 @@ var layers = map[string][]string{
 	"test/kernelfabric":      {"*"},
 	"test/memifraw":          {"*"},
 	"test/rocev2conformance": {"*"},
+	"test/verbslib":          {"*"},
 	"test/layers":            {},
 }
 
 // cgoOnly are the packages made of cgo files only: with CGO_ENABLED=0
 // (make test's first pass) go list does not report them.
-var cgoOnly = []string{}
+var cgoOnly = []string{"libverbs/golib"}
 
 // sansIO are the packages that must not do I/O, read the clock or the OS's
 // randomness, or start goroutines: the vocabulary, the two cores and the
