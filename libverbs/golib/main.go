@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"sync"
 	"unsafe"
 
 	"github.com/metaroce/metaroce/internal/profileload"
@@ -31,6 +32,10 @@ type endpoint struct {
 	port      int
 	mtu       int
 	transport profile.Transport
+	loss      float64
+	seed      int
+	sockBuf   int
+	cfg       profile.Config
 }
 
 // loadEndpoint reads the profile and picks the device's address:
@@ -55,9 +60,35 @@ func loadEndpoint() (endpoint, error) {
 	if err != nil || !a.Is4() {
 		return endpoint{}, fmt.Errorf("metaroce verbs: %s: no IPv4 address for the device (set verbs.ip)", l.Name)
 	}
-	ep := endpoint{ip: a, port: c.Verbs.Port, mtu: c.MTU(), transport: c.Transport}
+	ep := endpoint{ip: a, port: c.Verbs.Port, mtu: c.MTU(), transport: c.Transport, loss: c.UDP.Loss,
+		seed: c.UDP.Seed, sockBuf: c.UDP.SocketBuffer, cfg: c}
 	return ep, nil
 }
+
+// What the last ibv_open_device read: the transport starts from it at the
+// first call that needs it (getEng), so that opening the device to query
+// it (ibv_devinfo) opens no socket.
+var (
+	openMu   sync.Mutex
+	opened   endpoint
+	openPush C.mrg_push_fn
+)
+
+// getEng returns the running transport, starting it on first use; the
+// error has been printed on stderr (the C caller returns an errno).
+func getEng() *eng {
+	openMu.Lock()
+	e, push := opened, openPush
+	openMu.Unlock()
+	g, err := start(e, push)
+	if err != nil {
+		reportOnce.Do(func() { fmt.Fprintln(os.Stderr, err) })
+		return nil
+	}
+	return g
+}
+
+var reportOnce sync.Once
 
 // setErr copies msg into the C buffer err of errlen bytes, NUL-terminated.
 func setErr(err *C.char, errlen C.int, msg string) {
@@ -69,15 +100,19 @@ func setErr(err *C.char, errlen C.int, msg string) {
 	b[n] = 0
 }
 
-// MetaroceVerbsOpen fills ep from the profile (mrg.h).
+// MetaroceVerbsOpen reads the profile, starts the transport (once per
+// process) and fills ep (mrg.h).
 //
 //export MetaroceVerbsOpen
-func MetaroceVerbsOpen(ep *C.struct_mrv_endpoint, err *C.char, errlen C.int) C.int {
+func MetaroceVerbsOpen(ep *C.struct_mrv_endpoint, push C.mrg_push_fn, err *C.char, errlen C.int) C.int {
 	e, lerr := loadEndpoint()
 	if lerr != nil {
 		setErr(err, errlen, lerr.Error())
 		return C.EINVAL
 	}
+	openMu.Lock()
+	opened, openPush = e, push
+	openMu.Unlock()
 	ip4 := e.ip.As4()
 	ep.ipv4 = *(*C.uint32_t)(unsafe.Pointer(&ip4[0])) // network order as laid out
 	ep.udp_port = C.uint16_t(e.port)

@@ -240,6 +240,11 @@ MRV_EXPORT struct ibv_context *mrv_open_device(struct ibv_device *dev)
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	c->ops.poll_cq = mrv_poll_cq;
+	c->ops.req_notify_cq = mrv_req_notify_cq;
+	c->ops.post_send = mrv_post_send;
+	c->ops.post_recv = mrv_post_recv;
+	c->ops.post_srq_recv = mrv_post_srq_recv;
 	m->vctx.sz = sizeof m->vctx;
 	m->vctx.query_port = query_port;
 	m->vctx.query_device_ex = query_device_ex;

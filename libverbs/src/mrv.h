@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <infiniband/verbs.h>
 
 #include "mrg.h"
@@ -60,9 +61,9 @@
  * Capabilities. They describe what the library and the transport behind it
  * really do (docs/verbs.md): RC only, one SGE per work request, no SRQ,
  * UD, atomics, memory windows or multicast. MRV_MAX_QP follows from the
- * QPN layout (mrv_qpn): 8 bits of queue pair index per process.
+ * QPN layout: QPN = UDP port << 8 | (index + 1), index 0..254 per process.
  */
-#define MRV_MAX_QP 256
+#define MRV_MAX_QP 255
 #define MRV_MAX_QP_WR 4096
 #define MRV_MAX_SGE 1
 #define MRV_MAX_CQ 256
@@ -87,6 +88,61 @@ struct mrv_context {
 	struct mrv_endpoint ep;
 };
 
+/* A protection domain. */
+struct mrv_pd {
+	struct ibv_pd pd; /* public: must stay first */
+};
+
+/* A memory region: registered at the program's own address. */
+struct mrv_mr {
+	struct ibv_mr mr; /* public: must stay first */
+};
+
+/*
+ * A completion queue: a ring of ibv_wc the Go side fills (mrv_cq_push,
+ * on its engine goroutine) and ibv_poll_cq drains, under mu. Polling never
+ * crosses into Go.
+ */
+struct mrv_cq {
+	struct ibv_cq cq; /* public: must stay first */
+	pthread_mutex_t mu;
+	struct ibv_wc *ring;
+	unsigned size, head, count;
+	int armed; /* ibv_req_notify_cq was called since the last event */
+};
+
+/*
+ * A completion channel: an eventfd in semaphore mode (one count per
+ * event, so poll() on channel->fd and a blocking read both work) and the
+ * FIFO of CQs whose events are not yet taken by ibv_get_cq_event.
+ */
+struct mrv_channel {
+	struct ibv_comp_channel ch; /* public: must stay first */
+	pthread_mutex_t mu;
+	struct ibv_cq **fifo;
+	unsigned cap, head, count;
+};
+
+/* A queue pair (RC only). */
+struct mrv_qp {
+	struct ibv_qp qp; /* public: must stay first */
+	pthread_mutex_t mu; /* serialises posts: the scratch arrays are shared */
+	int sq_sig_all;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */
+	int attr_mask;
+	/* Inline sends: the data is copied at post time into a slot of this
+	 * region (registered in the QP's PD), so the program may reuse its
+	 * buffer at once. slots = 2 x max_send_wr: a slot is reused only after
+	 * max_send_wr later posts, by which time its send has completed. */
+	uint8_t *bounce;
+	uint32_t bounce_slots, bounce_lkey, bounce_mr;
+	uint64_t bounce_seq;
+	struct mrg_send_wr *sbuf;
+	struct mrg_recv_wr *rbuf;
+	int sbuf_cap, rbuf_cap;
+};
+
 static inline struct mrv_context *to_mctx(struct ibv_context *c)
 {
 	return mrv_container_of(c, struct mrv_context, vctx.context);
@@ -101,6 +157,16 @@ enum ibv_mtu mrv_mtu_enum(uint32_t mtu);
 
 /* mrv_gid fills gid with the IPv4-mapped address of ep (::ffff:a.b.c.d). */
 void mrv_gid(const struct mrv_endpoint *ep, union ibv_gid *gid);
+
+/* The completion sink the Go side calls (cq.c). */
+int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
+
+/* The ctx->ops entries (cq.c, qp.c). */
+int mrv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int mrv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int mrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int mrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 /* mrv_open_transport starts the transport (transport.c): fills ep, or
  * returns an errno value after printing why on stderr. */

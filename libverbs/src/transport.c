@@ -27,7 +27,7 @@
 
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *golib;            /* the dlopen handle, once loaded */
-static mrg_open_fn go_open;
+struct mrg_api mrg;            /* the Go side's calls, once loaded */
 static volatile int forked_after_load;
 
 static void on_fork_child(void) { forked_after_load = 1; }
@@ -64,12 +64,18 @@ static int load_golib(void)
 		fprintf(stderr, "metaroce verbs: loading the transport: %s\n", dlerror());
 		return ENOENT;
 	}
-	go_open = (mrg_open_fn)dlsym(h, MRG_OPEN_SYM);
-	if (!go_open) {
-		fprintf(stderr, "metaroce verbs: %s lacks %s\n", path, MRG_OPEN_SYM);
-		dlclose(h);
-		return ENOENT;
+	struct mrg_api api;
+#define MRG_RESOLVE(ret, name, args)                                                        \
+	api.name = (name##_fn)dlsym(h, #name);                                              \
+	if (!api.name) {                                                                    \
+		fprintf(stderr, "metaroce verbs: %s lacks %s (build it with make verbs)\n", \
+			path, #name);                                                       \
+		dlclose(h);                                                                 \
+		return ENOENT;                                                              \
 	}
+	MRG_API(MRG_RESOLVE)
+#undef MRG_RESOLVE
+	mrg = api;
 	pthread_atfork(NULL, NULL, on_fork_child);
 	golib = h;
 	return 0;
@@ -93,7 +99,7 @@ int mrv_open_transport(struct mrv_endpoint *ep)
 		return err;
 	memset(ep, 0, sizeof *ep);
 	msg[0] = 0;
-	err = go_open(ep, msg, sizeof msg);
+	err = mrg.MetaroceVerbsOpen(ep, mrv_cq_push, msg, sizeof msg);
 	if (err)
 		fprintf(stderr, "%s\n", msg[0] ? msg : "metaroce verbs: opening the transport failed");
 	return err;

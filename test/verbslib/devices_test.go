@@ -73,7 +73,7 @@ func TestDevinfo(t *testing.T) {
 				"hca_id": "metaroce0", "transport": "InfiniBand (0)", "phys_port_cnt": "1",
 				"state": "PORT_ACTIVE (4)", "link_layer": "Ethernet", "max_mtu": "4096 (5)",
 				"port_lid": "0", "gid_tbl_len": "1", "pkey_tbl_len": "1", "max_sge": "1",
-				"max_qp": "256", "max_srq": "0", "atomic_cap": "ATOMIC_NONE (0)", "max_qp_wr": "4096",
+				"max_qp": "255", "max_srq": "0", "atomic_cap": "ATOMIC_NONE (0)", "max_qp_wr": "4096",
 			}
 			for k, v := range c.want {
 				want[k] = v
