@@ -3,6 +3,7 @@ package verbslib_test
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -142,4 +143,42 @@ func TestRoCEv2Refused(t *testing.T) {
 		!strings.Contains(out, "Couldn't allocate PD") {
 		t.Fatalf("no clear refusal:\n%s", out)
 	}
+}
+
+// TestPerftestFlags: the perftest options issue 14 names, each run as an
+// unmodified server/client pair: a duration (-D 2), four QPs (-q 4),
+// bidirectional (-b), all sizes (-a, bounded by -n 20), completion events
+// (-e, where perftest offers it), JSON output, and a 1 MiB ib_write_lat,
+// whose client polls the last byte of multi-packet WRITEs.
+func TestPerftestFlags(t *testing.T) {
+	row := regexp.MustCompile(`(?m)^\s*(\d+)\s+(\d+)\s+[0-9.]+\s+([0-9.]+)`)
+	cases := []struct {
+		prog string
+		args []string
+		rows int // result rows expected at least
+	}{
+		{"ib_write_bw", []string{"-D", "2"}, 1},
+		{"ib_write_bw", []string{"-q", "4", "-n", "20"}, 1},
+		{"ib_write_bw", []string{"-b", "-n", "20"}, 1},
+		{"ib_read_bw", []string{"-a", "-n", "20"}, 23}, // 2 B .. 8 MiB
+		{"ib_send_bw", []string{"-e", "-n", "20"}, 1},
+		{"ib_send_lat", []string{"-e", "-n", "20"}, 1},
+		{"ib_write_lat", []string{"-s", "1048576", "-n", "20"}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.prog+strings.Join(c.args, ""), func(t *testing.T) {
+			_, out := pair(t, c.prog, "127.0.0.1", "127.0.0.2", append([]string{"-F"}, c.args...)...)
+			if n := len(row.FindAllString(out, -1)); n < c.rows {
+				t.Fatalf("%d result rows, want %d:\n%s", n, c.rows, out)
+			}
+		})
+	}
+	t.Run("out_json", func(t *testing.T) {
+		file := t.TempDir() + "/out.json"
+		_, out := pair(t, "ib_write_bw", "127.0.0.1", "127.0.0.2", "-F", "-n", "20", "--out_json", "--out_json_file="+file)
+		b, err := os.ReadFile(file)
+		if err != nil || !strings.Contains(string(b), `Device: "metaroce0"`) || !strings.Contains(string(b), "BW_average") {
+			t.Fatalf("JSON report %v:\n%s\n%s", err, b, out)
+		}
+	})
 }
