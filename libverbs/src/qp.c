@@ -51,7 +51,10 @@ MRV_EXPORT struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		free(q);
 		return mrv_fail_ptr(err);
 	}
-	if (cap.max_inline_data > 0) {
+	/* Inline is always granted (up to MRV_MAX_INLINE), as HCAs grant a
+	 * default: programs such as ibv_rc_pingpong ask for none and send
+	 * inline when ibv_query_qp reports enough. */
+	{
 		cap.max_inline_data = MRV_MAX_INLINE;
 		q->bounce_slots = 2 * cap.max_send_wr;
 		q->bounce = malloc((size_t)q->bounce_slots * MRV_MAX_INLINE);
