@@ -460,6 +460,9 @@ func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
 	if f.CE {
 		s.c.RxCE++
 	}
+	if f.NoChecksum {
+		s.c.RxNoUDPChecksum++
+	}
 	s.tr.Receive(now, f.Payload, verbs.RxMeta{Peer: peer, Plane: verbs.PlaneID(i), CE: f.CE})
 }
 

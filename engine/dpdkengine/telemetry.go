@@ -32,6 +32,7 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		p := fmt.Sprintf("shard%d_", k)
 		add(p+"rx_frames", c.RxFrames)
 		add(p+"rx_delivered", c.RxDelivered)
+		add(p+"rx_no_udp_checksum", c.RxNoUDPChecksum)
 		add(p+"tx_frames", c.TxFrames)
 		add(p+"tx_bytes", c.TxBytes)
 		add(p+"dropped", c.Dropped())
