@@ -23,6 +23,10 @@ type Counters struct {
 	ARPLearned      uint64
 	Loops           uint64 // loop iterations
 	IdleSleeps      uint64 // times the loop slept for lack of work
+	// Time is the loop's wall time by phase (rx, core, tx, app, idle;
+	// timesplit.go): it sums to the time the loop has run, up to the
+	// iteration in progress.
+	Time TimeSplit
 }
 
 // Dropped is the total of all drop reasons.

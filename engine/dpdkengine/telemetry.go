@@ -48,6 +48,9 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"arp_requests_sent", c.ARPRequestsSent)
 		add(p+"arp_replies_sent", c.ARPRepliesSent)
 		add(p+"idle_sleeps", c.IdleSleeps)
+		for ph, d := range c.Time {
+			add(p+"time_"+Phase(ph).String()+"_ns", uint64(d))
+		}
 	}
 	for _, p := range e.ports {
 		st, err := p.id.Stats()
