@@ -153,7 +153,10 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 		mc.RxDropped = []metrics.Count{{Reason: "crc", N: c.CRCDrops}, {Reason: "malformed", N: c.Malformed},
 			{Reason: "duplicate", N: c.Duplicates}, {Reason: "stale_generation", N: staleGen},
 			{Reason: "stale_incarnation", N: c.StalePackets}, {Reason: "out_of_window", N: outOfWindow},
-			{Reason: "access", N: c.AccessViolations}, {Reason: "length", N: c.LengthErrors}}
+			{Reason: "access", N: c.AccessViolations}, {Reason: "length", N: c.LengthErrors},
+			// placed_again: copies of a placed chunk on a new PSN (moved,
+			// resent), acknowledged but not written again.
+			{Reason: "placed_again", N: c.DuplicateChunks}}
 		mc.TxExtra = []metrics.Count{{Reason: "probe", N: probes}, {Reason: "moved", N: moved}}
 		for i := 0; i < m.NumPaths() && i < metrics.MaxPaths; i++ {
 			p := verbs.PathID(i)
@@ -204,7 +207,7 @@ func metaroceRepair(ss []verbs.Session) repairStats {
 		r.Sent += c.DataPacketsSent
 		r.Resent += c.DataResent
 		r.Lost += c.SackGaps
-		r.Duplicates += c.Duplicates
+		r.Duplicates += c.Duplicates + c.DuplicateChunks
 		r.PathFailures += c.PathFailures
 		for i := 0; i < m.NumPaths(); i++ {
 			pc := m.PathCounters(verbs.PathID(i))
