@@ -89,8 +89,14 @@ type DPDK struct {
 	// Neighbours are static peers (optional: perf and bench add their peer
 	// from the setup exchange and resolve its MAC with ARP).
 	Neighbours []DPDKNeighbour `key:"neighbours"`
-	// Checksum: auto (offload where the port has it), software or none.
+	// Checksum: auto (offload where the port has it), software or none
+	// (the older spelling of udp_checksum: zero).
 	Checksum string `key:"checksum"`
+	// UDPChecksum: compute or zero (send UDP checksum 0 over IPv4, RFC
+	// 768: the transport's own end-to-end CRC covers the packet). Empty:
+	// the transport's default, zero for metaroce (its CRC32C), compute for
+	// rocev2 (the baseline keeps its checksums).
+	UDPChecksum string `key:"udp_checksum"`
 	// Impair is the receive-path impairment stage (memif never drops).
 	Impair DPDKImpair `key:"impair"`
 	// PoolSize is the mbufs in the pool; DataRoom each mbuf's buffer

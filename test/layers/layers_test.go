@@ -33,9 +33,10 @@ var layers = map[string][]string{
 	"internal/queue":  {},
 	"internal/cqhook": {},
 	"internal/keys":   {},
+	"internal/crc32c": {},
 	"verbs":           {"internal/cqhook", "internal/queue"},
 	// The two protocol cores: the vocabulary only, never each other.
-	"metaroce": {"verbs", "internal/cqhook", "internal/queue"},
+	"metaroce": {"verbs", "internal/cqhook", "internal/queue", "internal/crc32c"},
 	"rocev2":   {"verbs", "internal/cqhook", "internal/queue"},
 	// What carries packets. engine/ is the interface; the backends
 	// implement it. mempair builds metaroce endpoints (it is the core's
@@ -92,7 +93,7 @@ var cgoOnly = []string{"libverbs/golib"}
 // sansIO are the packages that must not do I/O, read the clock or the OS's
 // randomness, or start goroutines: the vocabulary, the two cores and the
 // internal packages they are built from.
-var sansIO = []string{"verbs", "metaroce", "rocev2", "internal/queue", "internal/cqhook"}
+var sansIO = []string{"verbs", "metaroce", "rocev2", "internal/queue", "internal/cqhook", "internal/crc32c"}
 
 // forbidden are the standard-library imports a sans-I/O package may not
 // name directly: I/O, the OS, locks (one goroutine owns a core), cgo, and
