@@ -86,8 +86,14 @@ type Conn struct {
 
 	msgPool []*txMsg
 	jobPool []*readJob
-	errHist [errorHistoryLen]errorRecord
-	errNext int
+	// deferredJobs: READs accepted but waiting in a stream's window for
+	// earlier messages (rxWindow); they count against maxReadJobs.
+	deferredJobs int
+	winWords     int          // chunk-set storage held by the streams' windows (maxWindowWords)
+	heldPool     []*heldChunk // WRITE last chunks held back (placeWrite), pooled
+	heldN        int          // of them in use
+	errHist      [errorHistoryLen]errorRecord
+	errNext      int
 
 	picker     PathPicker
 	rtt        rttEstimator  // over every path's samples: the fallback for paths without their own
@@ -306,6 +312,7 @@ func (c *Conn) abort(inFlight, notStarted verbs.Status) {
 			}
 		}
 		q.completeRecvs()
+		c.clearWindow(q)
 		q.active = false
 		c.streamChanged(q)
 	}

@@ -11,7 +11,7 @@ type verdict uint8
 
 const (
 	accepted verdict = iota // placed (or harmless duplicate of finished work): acknowledge
-	refused                 // a NAK is queued; the PSN stays unacknowledged
+	refused                 // a NAK is queued (or, placeWrite, the sender is left to resend); the PSN stays unacknowledged
 	dropped                 // malformed: neither acknowledged nor answered
 )
 
@@ -239,8 +239,10 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	case slotData:
 		m := s.msg
 		m.outstanding--
-		if !s.nop && s.attempt == m.attempt && m.status == verbs.StatusSuccess && !m.finished {
-			m.ackedChunks++
+		if (!s.nop || s.moved) && s.attempt == m.attempt && m.status == verbs.StatusSuccess && !m.finished {
+			if !m.moved || m.acked.add(int(s.offset/uint32(c.mtu))) {
+				m.ackedChunks++
+			}
 			c.checkDone(m)
 		} else {
 			c.checkFailed(m)
@@ -276,8 +278,8 @@ func (c *Conn) onNak(now verbs.Time, body []byte) {
 		return
 	}
 	s := p.slot(n.PSN)
-	if s.kind != slotData || !s.sent {
-		return
+	if s.kind != slotData || !s.sent || s.moved {
+		return // a moved original: its copy gets the answer
 	}
 	m := s.msg
 	if m.qp.id != n.Stream || m.seq != n.MsgSeq {
@@ -311,6 +313,7 @@ func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 	c.c.RNRRetries++
 	m.attempt++
 	m.segOff, m.segDone, m.ackedChunks = 0, false, 0
+	m.moved = false
 	// The back-off doubles per retry, up to 2^16 times the first one.
 	wait := cfg.RNRBackoff << min(m.rnrTries-1, 16)
 	if h := verbs.Time(hint); h > verbs.Time(wait) {
@@ -396,6 +399,14 @@ func (c *Conn) nak(h *Header, m *MsgHeader, st verbs.Status) verdict {
 	}
 	c.queueCtrl(ctrlPkt{op: OpNak, nak: NakBody{Path: h.Path, PathGen: h.PathGen, PSN: h.PSN,
 		Stream: m.Stream, Status: st, MsgSeq: m.MsgSeq}})
+	if st != verbs.StatusReceiverNotReady && h.Opcode != OpReadResp {
+		// The message ends here (the sender fails it): its window entry
+		// is done, so later messages of the stream are not held by it.
+		if q := c.QP(m.Stream); q != nil && !q.destroyed {
+			c.winFail(q, m.MsgSeq)
+			c.advance(q)
+		}
+	}
 	return refused
 }
 
@@ -417,8 +428,9 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 	if h.Opcode == OpReadResp {
 		return c.placeReadResp(q, &m, payload)
 	}
-	if q == nil {
-		// The peer has not opened this stream yet: retry later.
+	if q == nil || int32(m.MsgSeq-q.rxw.base) >= MsgWindow {
+		// The peer has not opened this stream yet, or the message is
+		// beyond the stream's window (rxWindow): retry later.
 		return c.nak(h, &m, verbs.StatusReceiverNotReady)
 	}
 	switch h.Opcode {
@@ -444,11 +456,25 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		if slot != nil && !c.startRecv(slot, h, &m, verbs.WCRecvWriteImm) {
 			return c.refuseRecv(h, &m, q, slot, verbs.WCRecvWriteImm, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
-		dst, _ := mr.Span(m.RemoteAddr, uint64(len(payload)))
-		copy(dst, payload)
-		c.c.PayloadPlaced += uint64(len(payload))
 		if slot != nil {
-			c.recvChunk(q, slot, chunk)
+			q.rxw.bindRecv(m.MsgSeq, m.RecvSeq)
+		}
+		e, v := c.admit(&q.rxw, m.MsgSeq, m.MsgLen, chunk)
+		switch v {
+		case winBeyond:
+			return c.nak(h, &m, verbs.StatusReceiverNotReady)
+		case winMismatch:
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecvWriteImm, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
+		case winDup:
+			c.c.DuplicateChunks++
+		default:
+			dst, _ := mr.Span(m.RemoteAddr, uint64(len(payload)))
+			if !c.placeWrite(e, chunk, mr, dst, payload) {
+				return refused // not acknowledged: the sender resends it
+			}
+			if e.done {
+				c.advance(q)
+			}
 		}
 	case OpSend, OpSendImm:
 		slot, v := c.claimRecv(h, &m, q)
@@ -465,23 +491,47 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		if !c.startRecv(slot, h, &m, verbs.WCRecv) {
 			return c.refuseRecv(h, &m, q, slot, verbs.WCRecv, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
 		}
-		if slot.mr.Placeable() { // else deregistered: the receive fails (verbs.MemoryRegion.Deregister)
-			copy(slot.buf[m.Offset:], payload)
-			c.c.PayloadPlaced += uint64(len(payload))
+		q.rxw.bindRecv(m.MsgSeq, m.RecvSeq)
+		e, wv := c.admit(&q.rxw, m.MsgSeq, m.MsgLen, chunk)
+		switch wv {
+		case winBeyond:
+			return c.nak(h, &m, verbs.StatusReceiverNotReady)
+		case winMismatch:
+			return c.refuseRecv(h, &m, q, slot, verbs.WCRecv, verbs.StatusRemoteInvalidReq, verbs.StatusRemoteInvalidReq)
+		case winDup:
+			c.c.DuplicateChunks++
+		default:
+			if slot.mr.Placeable() { // else deregistered: the receive fails (verbs.MemoryRegion.Deregister)
+				copy(slot.buf[m.Offset:], payload)
+				c.c.PayloadPlaced += uint64(len(payload))
+			}
+			if e.done {
+				c.advance(q)
+			}
 		}
-		c.recvChunk(q, slot, chunk)
 	case OpReadReq:
 		mr, src, ok := c.ep.regions.CheckRemote(q.pd, m.RKey, m.RemoteAddr, uint64(m.MsgLen), verbs.AccessRemoteRead)
 		if !ok {
 			return c.nak(h, &m, verbs.StatusRemoteAccessError)
 		}
-		if c.jobs.Len() >= maxReadJobs {
+		e, _ := q.rxw.entry(m.MsgSeq)
+		if e == nil || e.used {
+			// A copy of a READ request already taken (moved, or resent
+			// after a lost ACK): it is being served, or was.
+			c.c.DuplicateChunks++
+			return accepted
+		}
+		if c.jobs.Len()+c.deferredJobs >= maxReadJobs {
 			// Like a NIC's responder resources: ask the requester to retry.
 			return c.nak(h, &m, verbs.StatusReceiverNotReady)
 		}
 		j := c.newJob()
 		*j = readJob{stream: m.Stream, seq: m.MsgSeq, mr: mr, src: src, nChunks: chunksFor(m.MsgLen, c.mtu)}
-		c.jobs.Push(j)
+		// Served once every earlier message of the stream is done
+		// (rxWindow): it reads what earlier WRITEs wrote.
+		e.used, e.job = true, j
+		c.deferredJobs++
+		c.advance(q)
 	default:
 		return dropped
 	}
@@ -539,16 +589,7 @@ func (c *Conn) startRecv(s *recvSlot, h *Header, m *MsgHeader, op verbs.WCOpcode
 	s.started, s.msgLen, s.opcode = true, m.MsgLen, op
 	s.hasImm = h.Opcode == OpSendImm || h.Opcode == OpWriteImm
 	s.imm = m.Imm
-	s.placed.reset(chunksFor(m.MsgLen, c.mtu))
 	return true
-}
-
-// recvChunk counts a placed chunk of a receive and completes it when whole.
-func (c *Conn) recvChunk(q *QueuePair, s *recvSlot, chunk int) {
-	if s.placed.add(chunk) && s.placed.full() {
-		s.done, s.status = true, verbs.StatusSuccess
-		q.completeRecvs()
-	}
 }
 
 // placeReadResp lands a READ response chunk in the requester's buffer.

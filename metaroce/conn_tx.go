@@ -208,9 +208,10 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 	var h Header
 	var mh MsgHeader
 	var payload []byte
-	if s.kind == slotData && s.msg.op != OpReadReq && s.msg.mr.Revoked() {
+	if s.kind == slotData && !s.moved && s.msg.op != OpReadReq && s.msg.mr.Revoked() {
 		c.revokedSource(s.msg)
 	}
+	s.moved = false // from now its PSN carries a NOP: its ACK tells nothing of the data
 	asNop := s.kind == slotNop || s.nop
 	if s.kind == slotData && !asNop && (s.attempt != s.msg.attempt || s.msg.status != verbs.StatusSuccess || s.msg.finished) {
 		asNop = true
@@ -295,7 +296,7 @@ func (c *Conn) buildResend(now verbs.Time, buf []byte, r resendRef) (verbs.TxMet
 }
 
 func (c *Conn) buildMoved(now verbs.Time, buf []byte, p *txPath, mp movedPkt) (verbs.TxMeta, bool) {
-	if mp.kind == slotData && (mp.attempt != mp.msg.attempt || mp.msg.status != verbs.StatusSuccess || mp.msg.finished) {
+	if mp.kind == slotData && c.movedObsolete(&mp) {
 		mp.msg.outstanding--
 		c.checkFailed(mp.msg)
 		c.releaseMsg(mp.msg)
@@ -307,6 +308,22 @@ func (c *Conn) buildMoved(now verbs.Time, buf []byte, p *txPath, mp movedPkt) (v
 	c.transmit(now, p, s)
 	c.c.Retransmits++
 	return c.meta(n, p.id), true
+}
+
+// movedObsolete reports whether a moved copy of a message's packet need
+// not be sent: its attempt or message is over, or the original's ACK has
+// covered its chunk meanwhile (moveOutstanding keeps the original's slot),
+// which counts as a cancelled copy.
+func (c *Conn) movedObsolete(mp *movedPkt) bool {
+	m := mp.msg
+	if mp.attempt != m.attempt || m.status != verbs.StatusSuccess {
+		return true
+	}
+	if m.moved && m.acked.has(int(mp.offset/uint32(c.mtu))) {
+		c.c.CopiesCancelled++
+		return true
+	}
+	return m.finished
 }
 
 // buildNew sends the next chunk of new data: READ responses and streams
@@ -357,9 +374,11 @@ func (c *Conn) pick(plane int) int {
 	return i
 }
 
-// nextToSegment returns the first message of q with packets left to build.
+// nextToSegment returns the first message of q with packets left to build,
+// among the MsgWindow oldest uncompleted ones: the peer tracks no more
+// (rxWindow), and completeSends reactivates the stream when it opens.
 func (q *QueuePair) nextToSegment() *txMsg {
-	for q.segIdx < q.sq.Len() {
+	for q.segIdx < q.sq.Len() && q.segIdx < MsgWindow {
 		m := *q.sq.At(q.segIdx)
 		if !m.segDone {
 			return m

@@ -35,7 +35,11 @@ type ConnCounters struct {
 	RxBytes           uint64
 	DataPacketsSent   uint64 // data-carrying packets (WRITE*, SEND*, READ_RESP), first sends
 	DataResent        uint64 // data-carrying packets resent (any cause)
-	PayloadPlaced     uint64 // payload bytes placed in memory
+	PayloadPlaced     uint64 // payload bytes placed in memory, each byte of a message once
+	DuplicateChunks   uint64 // copies of an already-placed chunk that arrived on a new PSN (moved or resent), acknowledged but not placed again
+	CopiesCancelled   uint64 // moved copies not sent: the original's ACK came first
+	LastChunksHeld    uint64 // WRITE last chunks that came before the rest and waited to be placed last
+	LastChunksRefused uint64 // the same, not acknowledged: maxHeldChunks were already held
 	AcksSent          uint64
 	AcksReceived      uint64
 	AckBlocksReceived uint64

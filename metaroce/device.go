@@ -103,6 +103,7 @@ func (q *QueuePair) Destroy(now verbs.Time) error {
 		}
 	}
 	q.completeRecvs()
+	c.clearWindow(q)
 	c.ep.touch(c, now)
 	return nil
 }

@@ -294,7 +294,7 @@ func (c *Conn) onPathTimeout(now verbs.Time, p *txPath) {
 			// whose in-flight cap holds new data behind this path's
 			// packets (a new connection's first packet, lost): nothing
 			// else can move it.
-			c.moveOutstanding(p)
+			c.moveOutstanding(p, true)
 			c.uncount(p)
 			suspect = true
 		}
@@ -365,7 +365,7 @@ func pathAlpha(cc *pathCC) float64 { return cc.alpha }
 func (c *Conn) failPath(now verbs.Time, p *txPath) {
 	cfg := &c.ep.cfg
 	c.pathChanged(p)
-	c.moveOutstanding(p)
+	c.moveOutstanding(p, false)
 	switch {
 	case p.restoredAt != 0 && now.Sub(p.restoredAt) < 8*p.reprobeWait:
 		// Failing again soon after coming back: a flapping or lossy path.
@@ -404,8 +404,11 @@ func (c *Conn) reprobe(now verbs.Time, p *txPath) {
 // moveOutstanding queues a copy of every data packet p holds for sending
 // on other paths. Each slot stays in p's sequence space as a NOP, so the
 // path's PSNs still fill in order; the moved copy takes over the slot's
-// reference to its message or READ response.
-func (c *Conn) moveOutstanding(p *txPath) {
+// reference to its message or READ response. With keep (the path carries
+// on in the same generation), a data slot keeps a reference too, as a
+// moved original: should its ACK come before the copy is sent, the copy
+// is cancelled (buildMoved).
+func (c *Conn) moveOutstanding(p *txPath, keep bool) {
 	for psn := p.una; psn.Less(p.next); psn++ {
 		s := p.slot(psn)
 		switch s.kind {
@@ -418,6 +421,15 @@ func (c *Conn) moveOutstanding(p *txPath) {
 			} else {
 				c.moved.Push(movedPkt{kind: slotData, msg: m, attempt: s.attempt, offset: s.offset, length: s.length})
 				p.c.MovedAway++
+				if keep && s.sent && m.op != OpReadReq {
+					if !m.moved {
+						m.moved = true
+						m.acked.reset(m.nChunks)
+					}
+					m.outstanding++ // the copy's reference; the slot keeps its own
+					s.nop, s.moved = true, true
+					continue
+				}
 			}
 		case slotReadResp:
 			c.moved.Push(movedPkt{kind: slotReadResp, job: s.job, offset: s.offset, length: s.length})

@@ -27,6 +27,12 @@ type txMsg struct {
 	rnrTries    int
 
 	placed chunkSet // READ: response chunks placed locally
+	// acked: WRITE*, SEND*: chunks of this attempt acknowledged since a
+	// first packet of it was moved (copied), when two copies of one chunk
+	// may both be acknowledged; before that each chunk has one copy and
+	// the set is not kept (the hot path does not touch it).
+	acked chunkSet
+	moved bool // a packet of this attempt was moved, keeping its original (acked is kept)
 
 	finished  bool         // outcome known; waiting for in-order completion
 	completed bool         // completion reported
@@ -81,6 +87,9 @@ func (c *chunkSet) add(i int) bool {
 
 func (c *chunkSet) full() bool { return c.count == c.n }
 
+// has reports whether chunk i is marked.
+func (c *chunkSet) has(i int) bool { return c.bits[i/64]&(1<<uint(i%64)) != 0 }
+
 // chunksFor returns the number of packets a message of length n needs with
 // the given payload size (a zero-length message still sends one packet).
 func chunksFor(n uint32, mtu int) int {
@@ -113,7 +122,6 @@ type recvSlot struct {
 	buf     []byte
 	started bool // first packet seen: length known and checked
 	msgLen  uint32
-	placed  chunkSet
 	imm     uint32
 	hasImm  bool
 	opcode  verbs.WCOpcode

@@ -16,6 +16,9 @@ type wirePair struct {
 	delay verbs.Time
 	q     []inflight
 	drop  func(from int, pkt []byte) bool
+	// extra, when set, delays a packet beyond delay (the queue stays
+	// ordered by arrival time; equal times keep sending order).
+	extra func(from int, pkt []byte) verbs.Time
 	buf   []byte
 }
 
@@ -51,7 +54,17 @@ func (w *wirePair) step() bool {
 			if w.drop != nil && w.drop(i, pkt) {
 				continue
 			}
-			w.q = append(w.q, inflight{at: w.now + w.delay, to: 1 - i, pkt: pkt, meta: meta})
+			at := w.now + w.delay
+			if w.extra != nil {
+				at += w.extra(i, pkt)
+			}
+			k := len(w.q)
+			for k > 0 && w.q[k-1].at > at {
+				k--
+			}
+			w.q = append(w.q, inflight{})
+			copy(w.q[k+1:], w.q[k:])
+			w.q[k] = inflight{at: at, to: 1 - i, pkt: pkt, meta: meta}
 		}
 	}
 	next := verbs.Never
@@ -133,10 +146,9 @@ func TestPairWriteSendRead(t *testing.T) {
 	rd := make([]byte, 4000)
 	mrr, err := pda.RegisterMR(rd, verbs.AccessLocalWrite)
 	require.NoError(t, err)
-	// No placement order between messages (docs/protocol.md §13): the READ
-	// reads a range the WRITE does not touch.
-	copy(dst[15000:], src[2000:6000])
-	require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 3, Opcode: verbs.WRRead, Local: mrr.SGE(0, 4000), RemoteAddr: mrb.Addr() + 15000, RKey: mrb.RKey()}))
+	// RC ordering (docs/protocol.md §13): the READ, posted after the
+	// WRITE, reads what the WRITE wrote.
+	require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: 3, Opcode: verbs.WRRead, Local: mrr.SGE(0, 4000), RemoteAddr: mrb.Addr() + 1100, RKey: mrb.RKey()}))
 
 	var wcs []verbs.WorkCompletion
 	buf := make([]verbs.WorkCompletion, 8)
@@ -152,5 +164,5 @@ func TestPairWriteSendRead(t *testing.T) {
 	}
 	require.Equal(t, src[:5000], dst[100:5100])
 	require.Equal(t, src[5000:8000], dst[10000:13000])
-	require.Equal(t, src[2000:6000], rd)
+	require.Equal(t, src[1000:5000], rd)
 }

@@ -20,8 +20,13 @@ const (
 // txSlot records one outstanding sequenced packet of a path.
 type txSlot struct {
 	kind    slotKind
-	pending bool   // queued for resend, not yet resent
-	nop     bool   // resend as NOP: the packet was refused or its message abandoned
+	pending bool // queued for resend, not yet resent
+	nop     bool // resend as NOP: the packet was refused or its message abandoned
+	// moved: the slot's data was moved to another path (moveOutstanding)
+	// and it has carried nothing but that data, so its ACK says the chunk
+	// arrived (and the moved copy, if not yet sent, is cancelled). Cleared
+	// when it is resent (as a NOP), after which its ACK says nothing.
+	moved   bool
 	sent    bool   // transmitted at least once
 	attempt uint16 // msg.attempt when the packet was built (RNR restarts bump it)
 	msg     *txMsg

@@ -41,6 +41,8 @@ type QueuePair struct {
 
 	rq     queue.Ring[recvSlot]
 	rqBase MsgSeq // recv_seq of rq's front
+
+	rxw rxWindow // the peer's messages on this stream, as responder
 }
 
 // ID is the stream id, equal on both ends of the connection.
@@ -101,7 +103,7 @@ func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 	*m = txMsg{
 		op: op, qp: q, wrID: wr.ID, seq: q.nextSeq, mr: mr, local: local,
 		length: wr.Local.Length, remoteAddr: wr.RemoteAddr, rkey: wr.RKey, imm: wr.Imm,
-		placed: m.placed,
+		placed: m.placed, acked: m.acked,
 	}
 	if op == OpSend || op == OpSendImm || op == OpWriteImm {
 		m.recvSeq = q.nextRecvSeq
@@ -140,7 +142,7 @@ func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 		}
 	}
 	s := q.rq.Extend()
-	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf, placed: s.placed}
+	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf}
 	return nil
 }
 
@@ -153,10 +155,11 @@ func (q *QueuePair) PostedRecvs() int { return q.rq.Len() }
 // completeSends reports, in posting order, every finished message at the
 // front of the send queue.
 func (q *QueuePair) completeSends() {
+	capped := q.segIdx >= MsgWindow
 	for q.sq.Len() > 0 {
 		m := *q.sq.Front()
 		if !m.finished {
-			return
+			break
 		}
 		q.sq.Pop()
 		q.sqBase++
@@ -185,6 +188,10 @@ func (q *QueuePair) completeSends() {
 		m.completed = true
 		q.conn.releaseMsg(m)
 	}
+	if capped && q.segIdx < MsgWindow {
+		// The peer's window opened again (nextToSegment).
+		q.conn.activate(q)
+	}
 }
 
 // completeRecvs reports, in posting order, every finished receive at the
@@ -207,7 +214,6 @@ func (q *QueuePair) completeRecvs() {
 		if q.recvCQ != nil {
 			pushWC(q.recvCQ, wc)
 		}
-		// drop keeps the slot's chunk-set storage for the next receive.
 		s.mr, s.buf = nil, nil
 		q.rq.Drop()
 		q.rqBase++

@@ -10,8 +10,8 @@ import (
 
 // stallRun WRITEs size bytes from A to B over w, twice, each time with the
 // whole connection stalled once mid-transfer for stall (every packet sent
-// during a short window is held that long, and FIFO order holds the rest
-// behind it: a descheduled receiver or forwarding CPU). It returns A's
+// during it arrives when it ends, in order: a descheduled receiver or
+// forwarding CPU). It returns A's
 // connection counters after each transfer.
 func stallRun(t *testing.T, w *wirePair, ca, cb *Conn, size int, stall time.Duration) [2]ConnCounters {
 	t.Helper()
@@ -36,16 +36,20 @@ func stallRun(t *testing.T, w *wirePair, ca, cb *Conn, size int, stall time.Dura
 		require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: uint64(round), Opcode: verbs.WRWrite, Local: mra.SGE(0, size),
 			RemoteAddr: mrb.Addr(), RKey: mrb.RKey()}))
 		var wc [1]verbs.WorkCompletion
+		from := start + verbs.Time(20*time.Microsecond)
+		until := from + verbs.Time(stall)
 		stalled := false
-		w.runUntil(t, func() bool {
-			switch {
-			case !stalled && w.now >= start+verbs.Time(20*time.Microsecond):
-				w.delay, stalled = verbs.Time(stall), true
-			case stalled && w.delay != 1000 && w.now >= start+verbs.Time(22*time.Microsecond):
-				w.delay = 1000
+		// Every packet sent in [from, until) arrives at until, in the
+		// order sent: the connection is held as a whole.
+		w.extra = func(int, []byte) verbs.Time {
+			if w.now >= from && w.now < until {
+				stalled = true
+				return until - w.now
 			}
-			return cqa.Poll(wc[:]) == 1
-		}, start+verbs.Time(time.Second))
+			return 0
+		}
+		w.runUntil(t, func() bool { return cqa.Poll(wc[:]) == 1 }, start+verbs.Time(time.Second))
+		w.extra = nil
 		require.True(t, stalled, "round %d finished before the stall", round)
 		require.Greater(t, w.now-start, verbs.Time(stall), "round %d: the stall held the transfer", round)
 		require.Equal(t, verbs.StatusSuccess, wc[0].Status)

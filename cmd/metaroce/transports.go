@@ -27,6 +27,10 @@ type transportKind struct {
 	port func(cfg profile.Config) int
 	// udpPort is the UDP port when the profile leaves dpdk.udp_port at 0.
 	udpPort uint16
+	// udpChecksum is dpdk.udp_checksum when the profile leaves it empty:
+	// "zero" where the transport's own CRC covers every packet end to
+	// end and nothing relies on the UDP checksum, else "compute".
+	udpChecksum string
 	// snapshot copies the counters of a node's sessions.
 	snapshot func(ss []verbs.Session) []metrics.Conn
 	// endpoint copies the counters of the node's device that no
@@ -58,12 +62,13 @@ var transportKinds = map[profile.Transport]transportKind{
 			}
 			return ep.Device(), nil
 		},
-		port:     func(cfg profile.Config) int { return cfg.UDP.Port },
-		udpPort:  mr.DefaultUDPPort,
-		snapshot: metaroceSnapshot,
-		endpoint: metaroceEndpoint,
-		repair:   metaroceRepair,
-		mtu:      func(cfg profile.Config) int { return cfg.Metaroce.MTU },
+		port:        func(cfg profile.Config) int { return cfg.UDP.Port },
+		udpPort:     mr.DefaultUDPPort,
+		udpChecksum: "zero", // the CRC32C trailer covers every packet (docs/protocol.md)
+		snapshot:    metaroceSnapshot,
+		endpoint:    metaroceEndpoint,
+		repair:      metaroceRepair,
+		mtu:         func(cfg profile.Config) int { return cfg.Metaroce.MTU },
 	},
 	profile.TransportRoCEv2: {
 		newDevice: func(cfg profile.Config, be engine.Backend, server bool, _ mr.NodeID, _, depth int) (verbs.Device, error) {
@@ -77,13 +82,14 @@ var transportKinds = map[profile.Transport]transportKind{
 			}
 			return ep.Device(), nil
 		},
-		port:     func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
-		udpPort:  rocev2.UDPPort,
-		snapshot: rocev2Snapshot,
-		endpoint: rocev2Endpoint,
-		repair:   rocev2Repair,
-		mtu:      func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
-		onePath:  true,
+		port:        func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
+		udpPort:     rocev2.UDPPort,
+		udpChecksum: "compute", // the baseline as it ran before (see docs/dpdk.md)
+		snapshot:    rocev2Snapshot,
+		endpoint:    rocev2Endpoint,
+		repair:      rocev2Repair,
+		mtu:         func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
+		onePath:     true,
 	},
 }
 
@@ -147,7 +153,10 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 		mc.RxDropped = []metrics.Count{{Reason: "crc", N: c.CRCDrops}, {Reason: "malformed", N: c.Malformed},
 			{Reason: "duplicate", N: c.Duplicates}, {Reason: "stale_generation", N: staleGen},
 			{Reason: "stale_incarnation", N: c.StalePackets}, {Reason: "out_of_window", N: outOfWindow},
-			{Reason: "access", N: c.AccessViolations}, {Reason: "length", N: c.LengthErrors}}
+			{Reason: "access", N: c.AccessViolations}, {Reason: "length", N: c.LengthErrors},
+			// placed_again: copies of a placed chunk on a new PSN (moved,
+			// resent), acknowledged but not written again.
+			{Reason: "placed_again", N: c.DuplicateChunks}}
 		mc.TxExtra = []metrics.Count{{Reason: "probe", N: probes}, {Reason: "moved", N: moved}}
 		for i := 0; i < m.NumPaths() && i < metrics.MaxPaths; i++ {
 			p := verbs.PathID(i)
@@ -198,7 +207,7 @@ func metaroceRepair(ss []verbs.Session) repairStats {
 		r.Sent += c.DataPacketsSent
 		r.Resent += c.DataResent
 		r.Lost += c.SackGaps
-		r.Duplicates += c.Duplicates
+		r.Duplicates += c.Duplicates + c.DuplicateChunks
 		r.PathFailures += c.PathFailures
 		for i := 0; i < m.NumPaths(); i++ {
 			pc := m.PathCounters(verbs.PathID(i))

@@ -93,7 +93,7 @@ func TestMetaroceDropMetrics(t *testing.T) {
 	}
 	c := sb.(mr.Session).C.Counters()
 	got := reasons(t, conns[0].RxDropped)
-	for _, r := range []string{"crc", "malformed", "duplicate", "stale_generation", "stale_incarnation", "out_of_window", "access", "length"} {
+	for _, r := range []string{"crc", "malformed", "duplicate", "stale_generation", "stale_incarnation", "out_of_window", "access", "length", "placed_again"} {
 		if _, ok := got[r]; !ok {
 			t.Errorf("no reason %q in %v", r, got)
 		}
@@ -168,6 +168,9 @@ func TestTransportKindsComplete(t *testing.T) {
 		}
 		if k.udpPort == 0 {
 			t.Errorf("transportKinds[%q].udpPort is 0", name)
+		}
+		if k.udpChecksum != "zero" && k.udpChecksum != "compute" {
+			t.Errorf("transportKinds[%q].udpChecksum is %q", name, k.udpChecksum)
 		}
 	}
 	if len(transportKinds) < 2 || funcs < 2*5 {

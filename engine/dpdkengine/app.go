@@ -122,5 +122,7 @@ func (c *Counters) engineStats() engine.Stats {
 	imp, unk := c.Drops[DropImpaired], c.Drops[DropUnknownPeer]
 	return engine.Stats{TxPackets: c.TxFrames, TxBytes: c.TxBytes, TxErrors: c.NoNeighbour,
 		RxPackets: c.RxFrames, RxBytes: c.RxBytes, RxCE: c.RxCE,
-		RxInjectedDrops: imp, RxUnknownPeer: unk, RxOtherDrops: c.Dropped() - imp - unk}
+		RxInjectedDrops: imp, RxUnknownPeer: unk, RxOtherDrops: c.Dropped() - imp - unk,
+		Loop: engine.LoopTime{Measured: true, Rx: c.Time[PhaseRx], Core: c.Time[PhaseCore], Tx: c.Time[PhaseTx],
+			App: c.Time[PhaseApp], Idle: c.Time[PhaseIdle]}}
 }

@@ -1,7 +1,8 @@
 // Package memlink is a deterministic in-memory link between two endpoints,
 // side A and side B, with seeded impairments: random, per-path and bursty
-// (Gilbert–Elliott) loss, path blackouts, reordering, duplication, bit
-// corruption, propagation delay and an optional serialization rate.
+// (Gilbert–Elliott) loss, path blackouts (for good or for a while), paths
+// held back for a while, reordering, jitter, duplication, bit corruption,
+// propagation delay and an optional serialization rate.
 //
 // It exists so that the protocol can be tested and demonstrated under loss
 // with results that repeat exactly: the same Config (Seed included) and the

@@ -55,18 +55,43 @@ func (g *GilbertElliott) step(r *rand.Rand, bad *bool) bool {
 
 // Blackout models a path that dies at time At: from At on (inclusive),
 // every packet sent on it, in either direction, is dropped; before At the
-// blackout has no effect. The path is Entropy on Plane, or Entropy on every
-// plane when AnyPlane is set.
+// blackout has no effect. With Until > At the path comes back at Until
+// (exclusive): a link that flaps; Until <= At means it never does. The
+// path is Entropy on Plane, or Entropy on every plane when AnyPlane is set.
 type Blackout struct {
 	Entropy  uint16
 	Plane    uint8
 	AnyPlane bool
 	At       int64
+	Until    int64
 }
 
 // covers reports whether b drops a packet sent at now on path k.
 func (b *Blackout) covers(now int64, k PathKey) bool {
-	return now >= b.At && k.Entropy == b.Entropy && (b.AnyPlane || k.Plane == b.Plane)
+	return now >= b.At && (b.Until <= b.At || now < b.Until) &&
+		k.Entropy == b.Entropy && (b.AnyPlane || k.Plane == b.Plane)
+}
+
+// Hold models a path that parks its packets for a while (a paused switch
+// queue, a detour through a slow link): every packet sent on it from At
+// (inclusive) until Until (exclusive), in either direction, arrives Extra
+// ns later than it otherwise would. Packets it holds are late, not lost:
+// a sender that times out and resends them elsewhere has copies of them
+// still in flight, which is what tests of exactly-once placement need.
+// The path is Entropy on Plane, or Entropy on every plane when AnyPlane
+// is set.
+type Hold struct {
+	Entropy  uint16
+	Plane    uint8
+	AnyPlane bool
+	At       int64
+	Until    int64
+	Extra    int64
+}
+
+// covers reports whether h holds a packet sent at now on path k.
+func (h *Hold) covers(now int64, k PathKey) bool {
+	return now >= h.At && now < h.Until && k.Entropy == h.Entropy && (h.AnyPlane || k.Plane == h.Plane)
 }
 
 // chance reports whether an event of probability p happens. Probabilities

@@ -250,3 +250,81 @@ func TestProbabilityZeroAndOneDrawNothing(t *testing.T) {
 	require.Equal(t, base, trace(Config{Reorder: 1, ReorderDelay: 0}))
 	require.Equal(t, base, trace(Config{PathLoss: map[uint16]float64{1: 0}}))
 }
+
+func TestBlackoutComesBack(t *testing.T) {
+	l := New(Config{Seed: 1, Delay: 50, Blackouts: []Blackout{{Entropy: 5, AnyPlane: true, At: 1000, Until: 1500}}})
+	k := PathKey{Entropy: 5}
+	for now := int64(0); now < 2000; now += 10 {
+		l.Send(now, Side(now/10%2), numbered(uint64(now), 8), k)
+	}
+	got := map[uint64]bool{}
+	for _, d := range drain(t, l) {
+		got[seqOf(d.data)] = true
+	}
+	for now := int64(0); now < 2000; now += 10 {
+		down := now >= 1000 && now < 1500
+		require.Equal(t, !down, got[uint64(now)], "packet sent at %d", now)
+	}
+	require.Equal(t, uint64(50), l.Stats().DroppedBlackout)
+}
+
+func TestHoldDelaysOnlyItsPathAndWindow(t *testing.T) {
+	held := PathKey{Entropy: 5, Plane: 1}
+	otherPlane := PathKey{Entropy: 5, Plane: 0}
+	other := PathKey{Entropy: 6, Plane: 1}
+	for _, anyPlane := range []bool{false, true} {
+		l := New(Config{Seed: 1, Delay: 50})
+		l.AddHold(Hold{Entropy: 5, Plane: 1, AnyPlane: anyPlane, At: 1000, Until: 1200, Extra: 7000})
+		type sent struct {
+			at int64
+			k  PathKey
+		}
+		var all []sent
+		for now := int64(0); now < 2000; now += 10 {
+			for _, k := range []PathKey{held, otherPlane, other} {
+				l.Send(now, Side(len(all)%2), numbered(uint64(len(all)), 8), k)
+				all = append(all, sent{now, k})
+			}
+		}
+		var n uint64
+		for _, d := range drain(t, l) {
+			s := all[seqOf(d.data)]
+			want := s.at + 50
+			if s.at >= 1000 && s.at < 1200 && (s.k == held || (anyPlane && s.k == otherPlane)) {
+				want += 7000
+				n++
+			}
+			require.Equal(t, want, d.at, "anyPlane=%v %+v", anyPlane, s)
+		}
+		require.Equal(t, n, l.Stats().Held)
+		require.Equal(t, uint64(len(all)), l.Stats().Delivered, "a hold loses nothing")
+	}
+	require.Panics(t, func() { New(Config{}).AddHold(Hold{Extra: -1}) })
+	require.Panics(t, func() { New(Config{Holds: []Hold{{Extra: -1}}}) })
+}
+
+func TestJitterSpreadsAndReordersOnePath(t *testing.T) {
+	const n = 20_000
+	l := New(Config{Seed: 16, Delay: 100, Jitter: 400})
+	for i := range n {
+		l.Send(int64(i*10), A, numbered(uint64(i), 64), onePath(i))
+	}
+	inversions := 0
+	var last uint64
+	var lo, hi int64 = 1 << 62, 0
+	for i, d := range drain(t, l) {
+		s := seqOf(d.data)
+		extra := d.at - int64(s*10) - 100
+		require.GreaterOrEqual(t, extra, int64(0))
+		require.LessOrEqual(t, extra, int64(400))
+		lo, hi = min(lo, extra), max(hi, extra)
+		if i > 0 && s < last {
+			inversions++
+		}
+		last = s
+	}
+	require.Positive(t, inversions, "jitter reorders packets of one path")
+	require.Less(t, lo, int64(10))
+	require.Greater(t, hi, int64(390), "the extra delay spans [0, Jitter]")
+	require.Panics(t, func() { New(Config{Jitter: -1}) })
+}

@@ -42,8 +42,8 @@ type PathKey struct {
 //
 // For each packet, Send applies in this order: serialization (RateBps),
 // Blackouts, Bursty, PathLoss, Loss (a packet dropped by one cause is
-// counted under that cause only), then Reorder, Duplicate and, for each
-// copy, Corrupt.
+// counted under that cause only), then PathDelay, Jitter, Holds, Reorder,
+// Duplicate and, for each copy, Corrupt.
 type Config struct {
 	// Seed seeds the link's random source: equal Configs and equal call
 	// sequences give identical deliveries.
@@ -60,6 +60,12 @@ type Config struct {
 	// PathDelay, when set, returns extra delay in ns (>= 0) for a path,
 	// modelling paths of different lengths. It must be deterministic.
 	PathDelay func(k PathKey) int64
+	// Jitter, when > 0, adds to each delivered packet an extra delay drawn
+	// uniformly from [0, Jitter] ns (queueing that varies packet to
+	// packet), so packets of one path overtake each other too.
+	Jitter int64
+	// Holds delay the packets of a path for a while (see Hold).
+	Holds []Hold
 
 	// Loss is the probability that any packet is dropped.
 	Loss float64
@@ -106,8 +112,13 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	if c.Delay < 0 || c.ReorderDelay < 0 {
-		return fmt.Errorf("negative delay: Delay = %d, ReorderDelay = %d", c.Delay, c.ReorderDelay)
+	if c.Delay < 0 || c.ReorderDelay < 0 || c.Jitter < 0 {
+		return fmt.Errorf("negative delay: Delay = %d, ReorderDelay = %d, Jitter = %d", c.Delay, c.ReorderDelay, c.Jitter)
+	}
+	for _, h := range c.Holds {
+		if h.Extra < 0 {
+			return fmt.Errorf("negative delay: Hold.Extra = %d", h.Extra)
+		}
 	}
 	if !(c.RateBps >= 0) || math.IsInf(c.RateBps, 0) {
 		return fmt.Errorf("rate RateBps = %v, want a finite value >= 0", c.RateBps)
@@ -154,6 +165,7 @@ func New(cfg Config) *Link {
 		cfg.PathLoss = m
 	}
 	cfg.Blackouts = append([]Blackout(nil), cfg.Blackouts...)
+	cfg.Holds = append([]Hold(nil), cfg.Holds...)
 	if cfg.Bursty != nil {
 		l.bursty, l.hasBurst = *cfg.Bursty, true
 		cfg.Bursty = &l.bursty
@@ -211,6 +223,16 @@ func (l *Link) Send(now int64, from Side, pkt []byte, k PathKey) {
 			panic(fmt.Sprintf("memlink: PathDelay(%+v) = %d, want >= 0", k, d))
 		}
 		at += d
+	}
+	if l.cfg.Jitter > 0 {
+		at += l.rng.Int64N(l.cfg.Jitter + 1)
+	}
+	for i := range l.cfg.Holds {
+		if h := &l.cfg.Holds[i]; h.covers(now, k) {
+			at += h.Extra
+			l.stats.Held++
+			break
+		}
 	}
 	if chance(l.rng, l.cfg.Reorder) {
 		at += l.cfg.ReorderDelay
@@ -281,3 +303,13 @@ func (l *Link) Stats() Stats { return l.stats }
 // AddBlackout kills a path from b.At on, after the link was built (for
 // tests that decide mid-run that a path or the whole link dies).
 func (l *Link) AddBlackout(b Blackout) { l.cfg.Blackouts = append(l.cfg.Blackouts, b) }
+
+// AddHold holds a path from h.At on, after the link was built (for tests
+// that pick the path to hold from the traffic they see). It panics on a
+// negative h.Extra, as New does.
+func (l *Link) AddHold(h Hold) {
+	if h.Extra < 0 {
+		panic(fmt.Sprintf("memlink: AddHold: negative Extra = %d", h.Extra))
+	}
+	l.cfg.Holds = append(l.cfg.Holds, h)
+}

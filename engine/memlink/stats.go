@@ -18,6 +18,7 @@ type Stats struct {
 	Duplicated      uint64 // extra copies scheduled (Config.Duplicate)
 	Corrupted       uint64 // copies with one bit flipped (Config.Corrupt)
 	Reordered       uint64 // packets given the extra ReorderDelay (Config.Reorder)
+	Held            uint64 // packets delayed by a Hold (Config.Holds, AddHold)
 }
 
 // Dropped is the sum of all drop causes.
@@ -26,7 +27,7 @@ func (s Stats) Dropped() uint64 {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("sent=%d delivered=%d dropped{random=%d path=%d burst=%d blackout=%d} duplicated=%d corrupted=%d reordered=%d",
+	return fmt.Sprintf("sent=%d delivered=%d dropped{random=%d path=%d burst=%d blackout=%d} duplicated=%d corrupted=%d reordered=%d held=%d",
 		s.Sent, s.Delivered, s.DroppedRandom, s.DroppedPath, s.DroppedBurst, s.DroppedBlackout,
-		s.Duplicated, s.Corrupted, s.Reordered)
+		s.Duplicated, s.Corrupted, s.Reordered, s.Held)
 }

@@ -60,11 +60,13 @@ type chunk struct {
 //
 // The forger sniffs the first WRITE packet arriving at hB0, then sends a
 // copy of it with garbage payload under a PSN of the same path that the
-// sender will only use later: B takes it as that PSN, and the real packet
-// with that PSN, when it comes, as a duplicate. So the real chunk is
-// never placed (its message keeps what its slot held), and the forged
-// bytes land on the first chunk (after it was placed). Every message has
-// its own slot (-n <= -t), so no later message hides either.
+// sender will only use later: B takes it as that PSN (its chunk was placed
+// already, so exactly-once placement does not place it again), and the
+// real packet with that PSN, when it comes, as a duplicate. So the real
+// chunk is never placed and its message keeps what its slot held: the
+// report names that message's chunk (or, without exactly-once placement,
+// the first chunk, overwritten). Every message has its own slot
+// (-n <= -t), so no later message hides either.
 func TestPerfVerifyCatchesForgedPackets(t *testing.T) {
 	testenv.Root(t, "network namespaces, veths, packet sockets")
 	for _, tool := range []string{"ip", "nft", "tc", "bash"} {
@@ -94,6 +96,9 @@ func TestPerfVerifyCatchesForgedPackets(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, unix.Bind(sniff, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IP), Ifindex: ifc.Index}))
 		require.NoError(t, unix.SetsockoptTimeval(sniff, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000}))
+		// Room for every packet of the run: the forger must see the real
+		// packet whose PSN it took (root may exceed rmem_max).
+		require.NoError(t, unix.SetsockoptInt(sniff, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 256<<20))
 		// The forger's datagrams: from host A's address (the only thing
 		// the UDP backend knows its peer by), routed into the fabric.
 		tx, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
@@ -102,7 +107,10 @@ func TestPerfVerifyCatchesForgedPackets(t *testing.T) {
 	})
 	t.Cleanup(func() { unix.Close(sniff); unix.Close(tx) })
 
-	const ahead = 60 // PSNs ahead on the sniffed path: ~60 x 32 paths = ~1,900 packets later
+	// PSNs ahead on the sniffed path: ~60 x 32 paths = ~1,900 packets
+	// later (the forger has milliseconds to get there first), and well
+	// within what the path carries in the run (~19,000 / 32).
+	const ahead = 60
 	type result struct {
 		first, stolen chunk
 		found         bool
@@ -144,7 +152,7 @@ func TestPerfVerifyCatchesForgedPackets(t *testing.T) {
 		forged <- r
 	}()
 
-	out, err := f.verifyRun(ctx, bin, 128)
+	out, err := f.verifyRun(ctx, bin, 400)
 	cancel()
 	r := <-forged
 	require.NoError(t, r.err, "sending the forged packet")
