@@ -1,5 +1,7 @@
 package engine
 
+import "time"
+
 // Stats counts what a backend did, in the same terms for every backend.
 // A counter a backend cannot observe stays 0 (the kernel's socket-buffer
 // drops exist only for udp, say); the implementation says which.
@@ -24,9 +26,23 @@ type Stats struct {
 	// RxTruncated: datagrams longer than the transport's MaxPacketLen.
 	RxTruncated uint64
 	// RxKernelDrops: datagrams the kernel dropped for a full socket
-	// buffer, as last reported.
+	// buffer, as last reported (udp: SO_RXQ_OVFL), or frames it dropped
+	// for a full af_packet receive ring (dpdk: PACKET_STATISTICS).
 	RxKernelDrops uint64
 	// RxOtherDrops: arrivals dropped for any other reason (not IPv4, not
 	// addressed to us, a bad checksum).
 	RxOtherDrops uint64
+	// Loop is where the backend's data-path loop spent its wall time, for
+	// backends whose loop measures it (dpdk: the shard's); Measured is
+	// false elsewhere.
+	Loop LoopTime
+}
+
+// LoopTime splits a data-path loop's wall time: receive bursts and
+// parsing (Rx), the transport core (Core), headers and transmit bursts
+// (Tx), the application's step on the loop (App), and iterations without
+// work, sleeps and yields (Idle). The parts sum to the loop's running time.
+type LoopTime struct {
+	Measured                bool
+	Rx, Core, Tx, App, Idle time.Duration
 }

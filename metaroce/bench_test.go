@@ -12,27 +12,45 @@ import (
 
 // packetPathShape is one configuration of the packet-path benchmark: the
 // number of paths of the measured connection, the streams that carry its
-// work, and the connections each of the two endpoints holds.
+// work, the connections each of the two endpoints holds, and the payload
+// of a data packet (ppMTU, or one small message per packet).
 type packetPathShape struct {
 	paths, streams, conns int
+	payload               int
 }
 
 func (s packetPathShape) String() string {
-	return fmt.Sprintf("paths=%d/streams=%d/conns=%d", s.paths, s.streams, s.conns)
+	name := fmt.Sprintf("paths=%d/streams=%d/conns=%d", s.paths, s.streams, s.conns)
+	if s.payload != ppMTU {
+		name += fmt.Sprintf("/payload=%d", s.payload)
+	}
+	return name
+}
+
+// msgLen is the length of the WRITEs the shape posts: ppMsgLen (four full
+// packets) for MTU-sized payloads, one packet's payload otherwise.
+func (s packetPathShape) msgLen() int {
+	if s.payload == ppMTU {
+		return ppMsgLen
+	}
+	return s.payload
 }
 
 // packetPathShapes is the benchmark matrix (issue 12: 8, 64 and 256 paths,
-// 1 and 1024 streams, 1 and 4000 connections per endpoint). The per-packet
-// cost must not depend on any of them.
+// 1 and 1024 streams, 1 and 4000 connections per endpoint), all with 4 KiB
+// payloads, and the two corners of it with 64-byte messages (issue 16:
+// the small-message cost, where the per-packet work is all there is). The
+// per-packet cost must not depend on paths, streams or connections.
 func packetPathShapes() []packetPathShape {
 	var out []packetPathShape
 	for _, p := range []int{8, 64, 256} {
 		for _, s := range []int{1, 1024} {
 			for _, c := range []int{1, 4000} {
-				out = append(out, packetPathShape{p, s, c})
+				out = append(out, packetPathShape{p, s, c, ppMTU})
 			}
 		}
 	}
+	out = append(out, packetPathShape{8, 1, 1, 64}, packetPathShape{256, 1024, 4000, 64})
 	return out
 }
 
@@ -70,6 +88,7 @@ type packetPath struct {
 	out   int // WRITEs outstanding
 	id    uint64
 	conns []*mr.Conn // the idle connections, to check they stay up
+	msg   int        // bytes per WRITE
 }
 
 func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
@@ -83,7 +102,7 @@ func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
 		}
 		return e
 	}
-	pp := &packetPath{tb: tb}
+	pp := &packetPath{tb: tb, msg: sh.msgLen()}
 	pp.eps = []*mr.Endpoint{mk(1, sh.paths, false), mk(2, sh.paths, true)}
 	if sh.conns > 1 {
 		pp.eps = append(pp.eps, mk(3, 1, false), mk(4, 1, true))
@@ -140,8 +159,8 @@ func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
 		}
 		pp.qps = append(pp.qps, q)
 	}
-	pp.src, _ = pa.RegisterMR(make([]byte, ppMsgLen), 0)
-	pp.dst, _ = pz.RegisterMR(make([]byte, 4*ppMsgLen), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	pp.src, _ = pa.RegisterMR(make([]byte, pp.msg), 0)
+	pp.dst, _ = pz.RegisterMR(make([]byte, 4*pp.msg), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	return pp
 }
 
@@ -176,8 +195,8 @@ func (pp *packetPath) run(packets int) {
 		for pp.out < ppDepth {
 			pp.id++
 			q := pp.qps[pp.id%uint64(len(pp.qps))]
-			off := (pp.id % 4) * ppMsgLen
-			if err := q.PostSend(pp.now, verbs.SendWR{ID: pp.id, Opcode: verbs.WRWrite, Local: pp.src.SGE(0, ppMsgLen),
+			off := (pp.id % 4) * uint64(pp.msg)
+			if err := q.PostSend(pp.now, verbs.SendWR{ID: pp.id, Opcode: verbs.WRWrite, Local: pp.src.SGE(0, pp.msg),
 				RemoteAddr: pp.dst.Addr() + off, RKey: pp.dst.RKey()}); err != nil {
 				pp.tb.Fatal(err)
 			}
@@ -209,10 +228,10 @@ func (pp *packetPath) check() {
 }
 
 // BenchmarkPacketPath measures the whole life of one data packet with a
-// 4 KiB payload between two endpoints in one goroutine: the sender builds
-// it (NextPacket), the receiver checks and places it (Receive), the
-// receiver's coalesced ACK is built and processed, and the slot is
-// retired. One op is one data packet; steady state must not allocate
+// 4 KiB payload (64 bytes in the payload=64 shapes) between two endpoints
+// in one goroutine: the sender builds it (NextPacket), the receiver checks
+// and places it (Receive), the receiver's coalesced ACK is built and
+// processed, and the slot is retired. One op is one data packet; steady state must not allocate
 // (TestPacketPathAllocs asserts it), and ns/op must not grow with paths,
 // streams or connections.
 func BenchmarkPacketPath(b *testing.B) {
@@ -232,7 +251,7 @@ func BenchmarkPacketPath(b *testing.B) {
 			// would bill its marking, which is not per-packet work, to
 			// the shapes with many connections.
 			runtime.GC()
-			b.SetBytes(ppMTU)
+			b.SetBytes(int64(sh.payload))
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()

@@ -2,17 +2,18 @@ package metaroce
 
 import (
 	"encoding/binary"
-	"hash/crc32"
+
+	"github.com/metaroce/metaroce/internal/crc32c"
 )
 
-// castagnoli is the CRC32C table; hash/crc32 uses the SSE4.2/ARMv8 CRC
-// instructions for it where the CPU has them.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// The CRC32C comes from internal/crc32c: the same values as hash/crc32's
+// Castagnoli table, folded with carry-less multiplies where the CPU has
+// them (about twice hash/crc32's speed at 1 and 4 KiB).
 
 // SealCRC computes the CRC32C of pkt[:n] and writes it into pkt[n:n+4],
 // returning the sealed packet length n+CRCLen. pkt must have room.
 func SealCRC(pkt []byte, n int) int {
-	c := crc32.Checksum(pkt[:n], castagnoli)
+	c := crc32c.Checksum(pkt[:n])
 	binary.BigEndian.PutUint32(pkt[n:], c)
 	return n + CRCLen
 }
@@ -24,7 +25,7 @@ func CheckCRC(pkt []byte) ([]byte, error) {
 		return nil, ErrShort
 	}
 	n := len(pkt) - CRCLen
-	if crc32.Checksum(pkt[:n], castagnoli) != binary.BigEndian.Uint32(pkt[n:]) {
+	if crc32c.Checksum(pkt[:n]) != binary.BigEndian.Uint32(pkt[n:]) {
 		return nil, ErrCRC
 	}
 	return pkt[:n], nil

@@ -29,6 +29,16 @@ type Backend struct {
 	RxPackets, RxBytes, RxCE                    uint64
 	RxInjectedDrops, RxUnknownPeer, RxTruncated uint64
 	RxKernelDrops, RxOtherDrops                 uint64
+	// LoopSeconds is the data-path loop's wall time by phase (rx, core,
+	// tx, app, idle), for backends that measure it; empty elsewhere, so
+	// that no backend shows a misleading 0.
+	LoopSeconds []Seconds
+}
+
+// Seconds is one phase's share of a loop's time.
+type Seconds struct {
+	Phase string
+	S     float64
 }
 
 // Count is one reason's counter of a labelled family: the transport's
@@ -55,6 +65,9 @@ type Conn struct {
 	RNRRetries, Messages             uint64
 	MessagesReceived, CRCDrops       uint64
 	Timeouts, Retries                uint64
+	// SpuriousTimeouts: tail-loss timeouts a later ACK proved spurious
+	// (metaroce: the packets were late, not lost).
+	SpuriousTimeouts uint64
 	// RateHintBps is the rate the peer asks this side to send at (0: no
 	// hint, not paced); Inflight its sequenced packets not yet acknowledged.
 	RateHintBps float64
@@ -139,6 +152,7 @@ var (
 	bRxBytes   = counter("metaroce_backend_rx_bytes_total", "UDP payload bytes the backend received.", "transport")
 	bRxCE      = counter("metaroce_backend_rx_ce_total", "Datagrams received with ECN Congestion Experienced.", "transport")
 	bRxDrop    = counter("metaroce_backend_rx_dropped_total", "Datagrams received and dropped before the transport, by reason.", "transport", "reason")
+	bLoop      = counter("metaroce_backend_loop_seconds_total", "Wall time of the backend's data-path loop by phase: rx (receive bursts, parsing), core (the transport), tx (headers, transmit bursts), app (the application's step), idle. Only backends that measure it (dpdk).", "transport", "phase")
 
 	eRxDrop = counter("metaroce_endpoint_rx_dropped_total", "Packets the transport endpoint dropped before finding a connection (crc counts every CRC failure), by reason.", "transport", "reason")
 	cRxDrop = counter("metaroce_conn_rx_dropped_total", "Packets of a connection received and not placed, by reason.", "transport", "conn", "reason")
@@ -155,6 +169,7 @@ var (
 	cTimeouts = counter("metaroce_conn_timeouts_total", "Local ACK timeouts (rocev2).", "transport", "conn")
 	cRetries  = counter("metaroce_conn_retries_total", "Go-back-N episodes (rocev2).", "transport", "conn")
 	cMsgs     = counter("metaroce_conn_messages_sent_total", "Messages sent (metaroce).", "transport", "conn")
+	cSpurious = counter("metaroce_conn_spurious_timeouts_total", "Tail-loss timeouts a later ACK proved spurious (metaroce).", "transport", "conn")
 
 	pTx      = counter("metaroce_path_tx_packets_total", "Sequenced packets a path sent.", "transport", "conn", "path")
 	pTxBytes = counter("metaroce_path_tx_bytes_total", "Payload bytes a path sent.", "transport", "conn", "path")
@@ -171,8 +186,8 @@ var (
 	cInfl    = gauge("metaroce_conn_inflight_packets", "Sequenced packets not yet acknowledged.", "transport", "conn")
 )
 
-var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, eRxDrop, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
-	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
+var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, eRxDrop, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
+	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
 	pWindow, pRestore, pReroll, cHint, cInfl}
 
 // Describe implements prometheus.Collector.
@@ -202,6 +217,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(bRxDrop, float64(b.RxTruncated), t, "truncated")
 		emit(bRxDrop, float64(b.RxKernelDrops), t, "socket_buffer")
 		emit(bRxDrop, float64(b.RxOtherDrops), t, "other")
+		for _, l := range b.LoopSeconds {
+			emit(bLoop, l.S, t, l.Phase)
+		}
 	}
 	for t, e := range c.endpoints {
 		for _, n := range e.RxDropped {
@@ -221,6 +239,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(cTimeouts, float64(k.Timeouts), t, k.ID)
 			emit(cRetries, float64(k.Retries), t, k.ID)
 			emit(cMsgs, float64(k.Messages), t, k.ID)
+			emit(cSpurious, float64(k.SpuriousTimeouts), t, k.ID)
 			for _, n := range k.RxDropped {
 				emit(cRxDrop, float64(n.N), t, k.ID, n.Reason)
 			}

@@ -22,9 +22,9 @@ func TestCollectorNamesAndValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 11 backend series, 2 endpoint drop reasons, 13 per connection and
+	// 11 backend series, 2 endpoint drop reasons, 14 per connection and
 	// its 3 reasons, 12 per path.
-	if n != 11+2+13+3+12 {
+	if n != 11+2+14+3+12 {
 		t.Fatalf("%d series", n)
 	}
 	want := `
@@ -72,5 +72,31 @@ func TestConnsBounded(t *testing.T) {
 	c.SetConns("rocev2", make([]Conn, MaxConns+10))
 	if len(c.conns["rocev2"]) != MaxConns {
 		t.Fatal(len(c.conns["rocev2"]))
+	}
+}
+
+// A backend that measures its loop's time split shows one series per
+// phase; one that does not shows none (not five zeros).
+func TestLoopSeconds(t *testing.T) {
+	c := NewCollector()
+	c.SetBackend("metaroce", func() Backend {
+		return Backend{LoopSeconds: []Seconds{{"rx", 1.5}, {"core", 2}, {"tx", 0.25}, {"app", 0.125}, {"idle", 4}}}
+	})
+	c.SetBackend("rocev2", func() Backend { return Backend{} })
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	want := `# HELP metaroce_backend_loop_seconds_total Wall time of the backend's data-path loop by phase: rx (receive bursts, parsing), core (the transport), tx (headers, transmit bursts), app (the application's step), idle. Only backends that measure it (dpdk).
+# TYPE metaroce_backend_loop_seconds_total counter
+metaroce_backend_loop_seconds_total{phase="app",transport="metaroce"} 0.125
+metaroce_backend_loop_seconds_total{phase="core",transport="metaroce"} 2
+metaroce_backend_loop_seconds_total{phase="idle",transport="metaroce"} 4
+metaroce_backend_loop_seconds_total{phase="rx",transport="metaroce"} 1.5
+metaroce_backend_loop_seconds_total{phase="tx",transport="metaroce"} 0.25
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "metaroce_backend_loop_seconds_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "metaroce_backend_loop_seconds_total"); err != nil || n != 5 {
+		t.Fatalf("%d series (%v), want the 5 phases of one backend", n, err)
 	}
 }

@@ -26,14 +26,20 @@ import (
 
 // engineConfig converts the profile's dpdk section (ports[from:to]) into
 // the engine's configuration, with its defaults applied. The UDP port
-// left 0 in the profile follows the transport.
+// left 0 and the udp_checksum left empty in the profile follow the
+// transport.
 func engineConfig(d profile.DPDK, from, to int, t profile.Transport) dpdkengine.Config {
-	c := dpdkengine.Config{EAL: append([]string(nil), d.EAL...), UDPPort: uint16(d.UDPPort), Checksum: d.Checksum,
+	c := dpdkengine.Config{EAL: append([]string(nil), d.EAL...), UDPPort: uint16(d.UDPPort), Checksum: d.Checksum, UDPChecksum: d.UDPChecksum,
 		Impair:   dpdkengine.Impairment{Loss: d.Impair.Loss, Reorder: d.Impair.Reorder, Seed: uint64(d.Impair.Seed)},
 		PoolSize: d.PoolSize, DataRoom: d.DataRoom, Burst: d.Burst, RxDesc: d.RxDesc, TxDesc: d.TxDesc,
 		IdleSpin: d.IdleSpin, MaxIdleSleep: d.MaxIdleSleep}
 	if c.UDPPort == 0 {
 		c.UDPPort = udpPortFor(t)
+	}
+	if c.UDPChecksum == "" && c.Checksum != "none" {
+		if k, ok := transportKinds[t]; ok {
+			c.UDPChecksum = k.udpChecksum
+		}
 	}
 	for _, p := range d.Ports[from:to] {
 		c.Ports = append(c.Ports, dpdkengine.PortConfig{Name: p.Name, IP: p.IP, Gateway: p.Gateway, Queues: p.Queues})

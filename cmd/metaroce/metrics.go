@@ -63,10 +63,15 @@ func (m *metricsServer) watch(n *node, name string) {
 func (m *metricsServer) close() { _ = m.srv.Close() }
 
 func backendSnapshot(s engine.Stats) metrics.Backend {
-	return metrics.Backend{TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxErrors: s.TxErrors,
+	b := metrics.Backend{TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxErrors: s.TxErrors,
 		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxCE: s.RxCE,
 		RxInjectedDrops: s.RxInjectedDrops, RxUnknownPeer: s.RxUnknownPeer,
 		RxTruncated: s.RxTruncated, RxKernelDrops: s.RxKernelDrops, RxOtherDrops: s.RxOtherDrops}
+	if l := s.Loop; l.Measured {
+		b.LoopSeconds = []metrics.Seconds{{Phase: "rx", S: l.Rx.Seconds()}, {Phase: "core", S: l.Core.Seconds()},
+			{Phase: "tx", S: l.Tx.Seconds()}, {Phase: "app", S: l.App.Seconds()}, {Phase: "idle", S: l.Idle.Seconds()}}
+	}
+	return b
 }
 
 // snapshot copies the transport counters (engine goroutine only).

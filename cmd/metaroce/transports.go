@@ -27,6 +27,10 @@ type transportKind struct {
 	port func(cfg profile.Config) int
 	// udpPort is the UDP port when the profile leaves dpdk.udp_port at 0.
 	udpPort uint16
+	// udpChecksum is dpdk.udp_checksum when the profile leaves it empty:
+	// "zero" where the transport's own CRC covers every packet end to
+	// end and nothing relies on the UDP checksum, else "compute".
+	udpChecksum string
 	// snapshot copies the counters of a node's sessions.
 	snapshot func(ss []verbs.Session) []metrics.Conn
 	// endpoint copies the counters of the node's device that no
@@ -58,12 +62,13 @@ var transportKinds = map[profile.Transport]transportKind{
 			}
 			return ep.Device(), nil
 		},
-		port:     func(cfg profile.Config) int { return cfg.UDP.Port },
-		udpPort:  mr.DefaultUDPPort,
-		snapshot: metaroceSnapshot,
-		endpoint: metaroceEndpoint,
-		repair:   metaroceRepair,
-		mtu:      func(cfg profile.Config) int { return cfg.Metaroce.MTU },
+		port:        func(cfg profile.Config) int { return cfg.UDP.Port },
+		udpPort:     mr.DefaultUDPPort,
+		udpChecksum: "zero", // the CRC32C trailer covers every packet (docs/protocol.md)
+		snapshot:    metaroceSnapshot,
+		endpoint:    metaroceEndpoint,
+		repair:      metaroceRepair,
+		mtu:         func(cfg profile.Config) int { return cfg.Metaroce.MTU },
 	},
 	profile.TransportRoCEv2: {
 		newDevice: func(cfg profile.Config, be engine.Backend, server bool, _ mr.NodeID, _, depth int) (verbs.Device, error) {
@@ -77,13 +82,14 @@ var transportKinds = map[profile.Transport]transportKind{
 			}
 			return ep.Device(), nil
 		},
-		port:     func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
-		udpPort:  rocev2.UDPPort,
-		snapshot: rocev2Snapshot,
-		endpoint: rocev2Endpoint,
-		repair:   rocev2Repair,
-		mtu:      func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
-		onePath:  true,
+		port:        func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
+		udpPort:     rocev2.UDPPort,
+		udpChecksum: "compute", // the baseline as it ran before (see docs/dpdk.md)
+		snapshot:    rocev2Snapshot,
+		endpoint:    rocev2Endpoint,
+		repair:      rocev2Repair,
+		mtu:         func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
+		onePath:     true,
 	},
 }
 
@@ -133,7 +139,7 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
 			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
 			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
-			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
+			SpuriousTimeouts: c.SpuriousTimeouts, RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
 		// The path counters of every path the connection has (not only
 		// the first MaxPaths shown per path) add up to its totals.
 		var staleGen, outOfWindow, probes, moved uint64

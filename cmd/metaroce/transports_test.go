@@ -169,6 +169,9 @@ func TestTransportKindsComplete(t *testing.T) {
 		if k.udpPort == 0 {
 			t.Errorf("transportKinds[%q].udpPort is 0", name)
 		}
+		if k.udpChecksum != "zero" && k.udpChecksum != "compute" {
+			t.Errorf("transportKinds[%q].udpChecksum is %q", name, k.udpChecksum)
+		}
 	}
 	if len(transportKinds) < 2 || funcs < 2*5 {
 		t.Fatalf("checked %d functions of %d transports; want both transports' entries", funcs, len(transportKinds))

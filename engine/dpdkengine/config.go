@@ -40,11 +40,20 @@ type Config struct {
 	// Neighbours are static peers: a peer handle, its IPv4 address and,
 	// optionally, its MAC (else resolved with ARP).
 	Neighbours []Neighbour `yaml:"neighbours"`
-	// Checksum: "auto" (default: offload where the port offers it, else
-	// software), "software", or "none" (UDP checksum 0, which IPv4 allows;
-	// the core's CRC32C still covers every packet end to end; the IPv4
-	// header checksum is always set).
+	// Checksum is how the checksums that are computed are computed:
+	// "auto" (default: by the port where it offers the offload, on tx and
+	// rx, else in software) or "software" (always in software, for tests).
+	// "none" is the older spelling of udp_checksum: zero.
 	Checksum string `yaml:"checksum"`
+	// UDPChecksum is whether sent datagrams carry a UDP checksum:
+	// "compute" (default) or "zero". Zero is what RFC 768 allows over IPv4
+	// when the payload carries its own end-to-end check: metaroce's
+	// CRC32C (or RoCEv2's ICRC) covers every byte the UDP checksum would,
+	// so computing it (on tx) and verifying it (on rx) is paid twice. A
+	// received zero checksum is never verified, whatever this says; a
+	// non-zero one from a peer always is (by the port where it offers
+	// that, else in software). The CLI defaults it per transport.
+	UDPChecksum string `yaml:"udp_checksum"`
 	// Impair is a receive-path impairment stage for tests (memif never
 	// drops or reorders).
 	Impair Impairment `yaml:"impair"`
@@ -105,6 +114,12 @@ func (c Config) Defaults() Config {
 	}
 	if c.Checksum == "" {
 		c.Checksum = "auto"
+	}
+	if c.UDPChecksum == "" {
+		c.UDPChecksum = "compute"
+		if c.Checksum == "none" {
+			c.UDPChecksum = "zero"
+		}
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = 8191
@@ -189,6 +204,14 @@ func (c Config) Validate() error {
 	case "auto", "software", "none":
 	default:
 		bad("checksum", "%q is not auto, software or none", c.Checksum)
+	}
+	switch c.UDPChecksum {
+	case "compute", "zero":
+		if c.Checksum == "none" && c.UDPChecksum == "compute" {
+			bad("udp_checksum", "compute contradicts checksum: none (UDP checksum 0)")
+		}
+	default:
+		bad("udp_checksum", "%q is not compute or zero", c.UDPChecksum)
 	}
 	if c.Impair.Loss < 0 || c.Impair.Loss >= 1 {
 		bad("impair.loss", "%v outside [0, 1)", c.Impair.Loss)

@@ -66,6 +66,8 @@ func TestValidateNamesKeys(t *testing.T) {
 		}, "neighbours[1].peer"},
 		{func(c *Config) { c.Neighbours = []Neighbour{{Peer: maxPeers, IP: "1.2.3.4"}} }, "neighbours[0].peer"},
 		{func(c *Config) { c.Checksum = "hw" }, "checksum"},
+		{func(c *Config) { c.UDPChecksum = "off" }, "udp_checksum"},
+		{func(c *Config) { c.Checksum, c.UDPChecksum = "none", "compute" }, "udp_checksum"},
 		{func(c *Config) { c.Ports[0].IP = "10.0.0.1/33" }, "ports[0].ip"},
 		{func(c *Config) { c.Ports[0].IP, c.Ports[0].Gateway = "10.0.0.1/24", "10.0.1.1" }, "ports[0].gateway"},
 		{func(c *Config) { c.Ports[0].Gateway = "nope" }, "ports[0].gateway"},
@@ -81,6 +83,18 @@ func TestValidateNamesKeys(t *testing.T) {
 		require.ErrorContains(t, c.Validate(), tc.want)
 	}
 	require.NoError(t, Config{Ports: []PortConfig{{Name: "p", IP: "10.0.0.1"}}}.Defaults().Validate())
+}
+
+// udp_checksum defaults to compute; the older checksum: none means zero.
+func TestUDPChecksumDefaults(t *testing.T) {
+	ports := []PortConfig{{Name: "p", IP: "10.0.0.1"}}
+	for _, tc := range []struct{ checksum, udp, want string }{
+		{"", "", "compute"}, {"auto", "zero", "zero"}, {"none", "", "zero"}, {"software", "", "compute"},
+	} {
+		c := Config{Ports: ports, Checksum: tc.checksum, UDPChecksum: tc.udp}.Defaults()
+		require.NoError(t, c.Validate())
+		require.Equal(t, tc.want, c.UDPChecksum, "%+v", tc)
+	}
 }
 
 func TestSubnets(t *testing.T) {

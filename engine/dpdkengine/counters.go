@@ -10,6 +10,7 @@ type Counters struct {
 	RxBytes         uint64 // their bytes (whole Ethernet frames)
 	RxCE            uint64 // payloads delivered with ECN Congestion Experienced
 	RxDelivered     uint64 // UDP payloads handed to the transport core
+	RxNoUDPChecksum uint64 // of those, datagrams with UDP checksum 0 (not verified: the core's CRC covers them)
 	Drops           [dropKinds]uint64
 	Reordered       uint64 // packets held back behind later ones by the impairment stage
 	TxFrames        uint64 // frames the port accepted
@@ -22,6 +23,10 @@ type Counters struct {
 	ARPLearned      uint64
 	Loops           uint64 // loop iterations
 	IdleSleeps      uint64 // times the loop slept for lack of work
+	// Time is the loop's wall time by phase (rx, core, tx, app, idle;
+	// timesplit.go): it sums to the time the loop has run, up to the
+	// iteration in progress.
+	Time TimeSplit
 }
 
 // Dropped is the total of all drop reasons.

@@ -26,10 +26,14 @@ type port struct {
 	bits   int              // prefix length of ip
 	gw     verbs.PeerHandle // neighbour handle of the gateway, or noGateway
 	queues int
+	// ifIndex: the kernel interface of an af_packet port (0 otherwise),
+	// whose packet sockets' ring drops the engine reads (afpacket.go).
+	ifIndex int
 
 	txIPOffload, txUDPOffload bool
 	rxIPOffload, rxUDPOffload bool
-	udpSoft                   bool
+	udpSoft                   bool   // tx UDP checksum in software
+	udpZero                   bool   // tx UDP checksum 0 (udp_checksum: zero)
 	txFlags                   uint64 // ol_flags for every data frame
 }
 
@@ -58,6 +62,7 @@ type Engine struct {
 	loops  []*lcore.Loop
 	neigh  *neighTable
 	closed bool
+	ring   ringDrops // af_packet receive-ring drops of the ports (afpacket.go)
 }
 
 var engineSeq atomic.Uint64
@@ -96,6 +101,9 @@ func Start(cfg Config, warn io.Writer) (*Engine, error) {
 		}
 		e.ports = append(e.ports, p)
 	}
+	if err := e.ring.find(e.ifIndexes(), "af_packet"); err != nil && warn != nil {
+		fmt.Fprintf(warn, "dpdk engine: af_packet ring drops will not be counted: %v\n", err)
+	}
 	return e, nil
 }
 
@@ -114,6 +122,9 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 	}
 	ip, bits, _ := parseCIDR(pc.IP)
 	p := &port{id: id, name: pc.Name, ip: ip, bits: bits, queues: pc.Queues, gw: noGateway}
+	if info.Driver == "net_af_packet" {
+		p.ifIndex = info.IfIndex
+	}
 	if pc.Gateway != "" {
 		gw, _ := parseIP(pc.Gateway)
 		// The gateway gets a handle in the neighbour table, so ARP
@@ -125,14 +136,17 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 		p.gw = h
 	}
 	var rxoff, txoff uint64
-	if e.cfg.Checksum == "auto" {
-		// Offload what the port offers; the rest is done in software.
+	p.udpZero = e.cfg.UDPChecksum == "zero"
+	if e.cfg.Checksum != "software" {
+		// Offload what the port offers; the rest is done in software. A
+		// zero UDP checksum needs no tx offload, but a peer's non-zero
+		// one is still best verified by the port.
 		p.rxIPOffload = info.RxOffloads&dpdk.RxOffloadIPv4Cksum != 0
 		p.rxUDPOffload = info.RxOffloads&dpdk.RxOffloadUDPCksum != 0
 		p.txIPOffload = info.TxOffloads&dpdk.TxOffloadIPv4Cksum != 0
-		p.txUDPOffload = info.TxOffloads&dpdk.TxOffloadUDPCksum != 0
+		p.txUDPOffload = !p.udpZero && info.TxOffloads&dpdk.TxOffloadUDPCksum != 0
 	}
-	p.udpSoft = !p.txUDPOffload && e.cfg.Checksum != "none"
+	p.udpSoft = !p.txUDPOffload && !p.udpZero
 	if p.rxIPOffload {
 		rxoff |= dpdk.RxOffloadIPv4Cksum
 	}
@@ -178,6 +192,8 @@ type PortInfo struct {
 	IPOffload  bool // IPv4 header checksum offloaded on tx
 	UDPOffload bool // UDP checksum offloaded on tx
 	UDPSoft    bool // UDP checksum computed in software
+	UDPZero    bool // UDP checksum sent as 0 (the transport's CRC covers the packet)
+	RxOffload  bool // received checksums verified by the port (IPv4 header and UDP)
 }
 
 // Ports describes the engine's ports, in plane order.
@@ -185,7 +201,8 @@ func (e *Engine) Ports() []PortInfo {
 	out := make([]PortInfo, len(e.ports))
 	for i, p := range e.ports {
 		out[i] = PortInfo{Name: p.name, ID: p.id, MAC: p.mac, IP: p.ip, Queues: p.queues,
-			IPOffload: p.txIPOffload, UDPOffload: p.txUDPOffload, UDPSoft: p.udpSoft}
+			IPOffload: p.txIPOffload, UDPOffload: p.txUDPOffload, UDPSoft: p.udpSoft, UDPZero: p.udpZero,
+			RxOffload: p.rxIPOffload && p.rxUDPOffload}
 	}
 	return out
 }

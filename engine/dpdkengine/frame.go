@@ -81,7 +81,10 @@ type UDPFrame struct {
 	SrcPort uint16
 	DstPort uint16
 	CE      bool
-	Payload []byte
+	// NoChecksum: the UDP checksum was 0, "none computed" (RFC 768), so
+	// nothing below the transport's own end-to-end check covers Payload.
+	NoChecksum bool
+	Payload    []byte
 }
 
 // Ours is what a frame must be addressed to.
@@ -150,7 +153,12 @@ func ParseUDP(frame []byte, ours *Ours, ck Checks) (UDPFrame, Drop) {
 	if int(binary.BigEndian.Uint16(udp[4:6])) != len(udp) {
 		return f, DropUDPLength
 	}
-	if sum := binary.BigEndian.Uint16(udp[6:8]); sum != 0 {
+	// A zero checksum means the sender computed none (RFC 768): accept it
+	// unverified, whatever the port's offload says (some NICs flag it
+	// bad). Any other value is checked, so a peer that does send one
+	// keeps its protection.
+	sum := binary.BigEndian.Uint16(udp[6:8])
+	if sum != 0 {
 		switch {
 		case ck.UDPBad:
 			return f, DropUDPChecksum
@@ -165,6 +173,7 @@ func ParseUDP(frame []byte, ours *Ours, ck Checks) (UDPFrame, Drop) {
 	f.SrcPort = binary.BigEndian.Uint16(udp[0:2])
 	f.DstPort = ours.Port
 	f.CE = ip[1]&ecnMask == ecnCE
+	f.NoChecksum = sum == 0
 	f.Payload = udp[UDPHdrLen:]
 	return f, DropNone
 }

@@ -153,3 +153,35 @@ func BenchmarkParseUDP1K(b *testing.B) {
 		}
 	}
 }
+
+// A frame sent without a UDP checksum (udp_checksum: zero) carries 0 in
+// the field, and the receiver accepts it unverified even when the port's
+// offload calls it bad; a non-zero checksum is still verified, so a
+// corrupted datagram from a peer that computes one is dropped.
+func TestZeroUDPChecksum(t *testing.T) {
+	ours := Ours{MAC: macB, IP: ipB, Port: 4794}
+	b := make([]byte, 2048)
+	for i := range 1000 {
+		b[HdrLen+i] = byte(i * 13)
+	}
+	n := WriteHeaders(b, &Header{SrcMAC: macA, DstMAC: macB, SrcIP: ipA, DstIP: ipB, SrcPort: 50001, DstPort: 4794,
+		SoftIPChecksum: true}, 1000)
+	require.Zero(t, binary.BigEndian.Uint16(b[HdrLen-2:]), "no checksum written")
+	for _, ck := range []Checks{{}, {UDPBad: true}, {UDPGood: true}} {
+		f, d := ParseUDP(b[:n], &ours, ck)
+		require.Equal(t, DropNone, d, "%+v", ck)
+		require.True(t, f.NoChecksum)
+		require.Len(t, f.Payload, 1000)
+	}
+	// The same datagram with a computed checksum, then one payload bit
+	// flipped: verified, dropped.
+	n = WriteHeaders(b, &Header{SrcMAC: macA, DstMAC: macB, SrcIP: ipA, DstIP: ipB, SrcPort: 50001, DstPort: 4794,
+		SoftIPChecksum: true, SoftUDPChecksum: true}, 1000)
+	require.NotZero(t, binary.BigEndian.Uint16(b[HdrLen-2:]))
+	f, d := ParseUDP(b[:n], &ours, Checks{})
+	require.Equal(t, DropNone, d)
+	require.False(t, f.NoChecksum)
+	b[HdrLen+500] ^= 0x10
+	_, d = ParseUDP(b[:n], &ours, Checks{})
+	require.Equal(t, DropUDPChecksum, d)
+}

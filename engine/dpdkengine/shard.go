@@ -99,6 +99,21 @@ type Shard struct {
 
 	epoch time.Time
 	c     Counters
+	sw    stopwatch
+
+	// The two halves of a burst (timesplit.go): frames parsed and queued
+	// for the core (rxq), packets the core wrote and their metadata
+	// (built, metas) waiting for headers. Capacity one burst each.
+	rxq   []rxItem
+	built []*dpdk.Mbuf
+	metas []verbs.TxMeta
+}
+
+// rxItem is a parsed payload waiting for the core's Receive; it aliases
+// an mbuf the shard frees after the core has seen it.
+type rxItem struct {
+	payload []byte
+	meta    verbs.RxMeta
 }
 
 type cmd struct {
@@ -114,7 +129,8 @@ func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, err
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
 		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
 		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index,
-		appDone: make(chan error, 1)}
+		appDone: make(chan error, 1),
+		rxq:     make([]rxItem, 0, cfg.Burst), built: make([]*dpdk.Mbuf, 0, cfg.Burst), metas: make([]verbs.TxMeta, 0, cfg.Burst)}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
@@ -230,9 +246,11 @@ func (s *Shard) run(started chan<- error) {
 	sleep := time.Microsecond
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	s.sw.at = s.now()
 	if s.index == 0 {
-		s.resolveNeighbours(s.now())
+		s.resolveNeighbours(s.sw.at)
 	}
+	defer s.settleIdle() // before publish (deferred earlier, runs later)
 	for !s.stop.Load() {
 		if s.held && s.app == nil {
 			if !s.park() {
@@ -241,27 +259,42 @@ func (s *Shard) run(started chan<- error) {
 			idle, sleep = false, time.Microsecond
 		}
 		s.c.Loops++
-		now := s.now()
-		work := s.poll(now)
-		if s.cmdFlag.Load() {
-			s.runCmds(now)
-			work++
-		}
-		if s.app != nil {
-			// The application's step, between this iteration's receive
-			// burst and its transmit: what it posts goes out now.
-			if fin, err := s.app.Step(now); fin || err != nil {
-				s.endApp(err)
-				continue
+		// The clock is read once per phase boundary (timesplit.go): the
+		// start (often the previous iteration's end), after the receive
+		// bursts, after the core's share of each, after the application,
+		// after the core produced, and at the end.
+		now := s.startIteration()
+		work, now := s.poll(now)
+		if s.cmdFlag.Load() || s.app != nil {
+			if s.cmdFlag.Load() {
+				s.runCmds(now)
+				work++
 			}
+			if s.app != nil {
+				// The application's step, between this iteration's
+				// receive burst and its transmit: what it posts goes
+				// out now.
+				if fin, err := s.app.Step(now); fin || err != nil {
+					s.lap(PhaseApp)
+					s.endIteration(true)
+					s.endApp(err)
+					s.sw.fresh = false
+					continue
+				}
+			}
+			now = s.lap(PhaseApp)
 		}
-		if s.tr.NextDeadline() <= now {
+		timers := s.tr.NextDeadline() <= now
+		if timers {
 			s.tr.OnTimer(now)
 		}
-		work += s.transmit(now)
+		work += s.transmit(now, timers)
+		now = s.lap(PhaseTx)
+		s.endIteration(work > 0)
 		if now-s.lastPub >= publishEvery {
 			s.lastPub = now
 			s.publish()
+			s.sw.fresh = false // the next start bills publishing to idle
 		}
 		if work > 0 {
 			idle, sleep = false, time.Microsecond
@@ -285,6 +318,7 @@ func (s *Shard) run(started chan<- error) {
 			if s.app == nil && now-lastYield > yieldEvery {
 				runtime.Gosched()
 				lastYield = s.now()
+				s.sw.fresh = false // the yield is idle time
 			}
 			continue
 		}
@@ -298,6 +332,7 @@ func (s *Shard) run(started chan<- error) {
 		if d <= 0 {
 			continue
 		}
+		s.sw.fresh = false // the sleep is idle time
 		s.c.IdleSleeps++
 		if s.app != nil {
 			// With an application on the loop, nap in the kernel: this
@@ -350,8 +385,10 @@ func (s *Shard) drain() {
 }
 
 // poll receives one burst from every port and hands each packet to the
-// transport; it returns the frames received.
-func (s *Shard) poll(now verbs.Time) int {
+// transport; it returns the frames received and the time after it. Each
+// burst goes in two halves with a clock read after each: parse every
+// frame (rx), then hand the payloads to the core (core).
+func (s *Shard) poll(now verbs.Time) (int, verbs.Time) {
 	total := 0
 	for i := range s.ports {
 		n := s.io.rx(i, s.rxb)
@@ -367,6 +404,11 @@ func (s *Shard) poll(now verbs.Time) int {
 				s.frees = append(s.frees, m)
 			}
 		}
+		if len(s.rxq) > 0 {
+			now = s.lap(PhaseRx)
+			s.receiveQueued(now)
+			now = s.lap(PhaseCore)
+		}
 		dpdk.FreeBulk(s.frees)
 	}
 	if s.imp != nil {
@@ -378,14 +420,26 @@ func (s *Shard) poll(now verbs.Time) int {
 			s.deliver(now, h.plane, h.m, false)
 			s.frees = append(s.frees, h.m)
 			if len(s.frees) == cap(s.frees) {
+				s.receiveQueued(now)
 				dpdk.FreeBulk(s.frees)
 				s.frees = s.frees[:0]
 			}
 		}
+		s.receiveQueued(now)
 		dpdk.FreeBulk(s.frees)
 		im.prev, im.held = im.held, im.prev[:0]
 	}
-	return total
+	return total, s.lap(PhaseRx)
+}
+
+// receiveQueued hands the queued payloads to the core, in arrival order.
+func (s *Shard) receiveQueued(now verbs.Time) {
+	for k := range s.rxq {
+		q := &s.rxq[k]
+		s.tr.Receive(now, q.payload, q.meta)
+		q.payload = nil
+	}
+	s.rxq = s.rxq[:0]
 }
 
 // handle processes one received frame. It returns true when it kept the
@@ -437,8 +491,9 @@ func (s *Shard) checks(i int, m *dpdk.Mbuf) Checks {
 	}
 }
 
-// deliver parses an IPv4 frame and hands its payload to the transport,
-// which copies the data once, straight from the mbuf to its final address.
+// deliver parses an IPv4 frame and queues its payload for the transport
+// (receiveQueued), which copies the data once, straight from the mbuf to
+// its final address; the caller frees m only after that.
 func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
 	f, d := ParseUDP(m.Data(), &s.ours[i], s.checks(i, m))
 	if d != DropNone {
@@ -460,7 +515,10 @@ func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
 	if f.CE {
 		s.c.RxCE++
 	}
-	s.tr.Receive(now, f.Payload, verbs.RxMeta{Peer: peer, Plane: verbs.PlaneID(i), CE: f.CE})
+	if f.NoChecksum {
+		s.c.RxNoUDPChecksum++
+	}
+	s.rxq = append(s.rxq, rxItem{payload: f.Payload, meta: verbs.RxMeta{Peer: peer, Plane: verbs.PlaneID(i), CE: f.CE}})
 }
 
 // onARP answers requests for our address (rewriting the request mbuf into
@@ -490,8 +548,10 @@ func (s *Shard) onARP(now verbs.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
 // transmit sends what is pending, then takes packets from the transport
 // into mbufs until it has nothing more or a burst is full, and sends them.
 // While a port's queue refuses frames, nothing new is produced
-// (back-pressure instead of drops).
-func (s *Shard) transmit(now verbs.Time) int {
+// (back-pressure instead of drops). The core's half (NextPacket, and the
+// timers that ran just before when timers is set) and the headers and
+// bursts are split by one clock read.
+func (s *Shard) transmit(now verbs.Time, timers bool) int {
 	for i := range s.pend {
 		s.flush(i)
 		if len(s.pend[i]) > cap(s.pend[i])-2*s.burst {
@@ -499,8 +559,8 @@ func (s *Shard) transmit(now verbs.Time) int {
 			return 0 // the queue is full: produce nothing until it drains
 		}
 	}
-	made := 0
-	for made < s.burst {
+	s.built, s.metas = s.built[:0], s.metas[:0]
+	for len(s.built) < s.burst {
 		if len(s.spare) == 0 {
 			s.spare = s.spare[:s.burst]
 			if err := s.e.pool.AllocBulk(s.spare); err != nil {
@@ -510,12 +570,21 @@ func (s *Shard) transmit(now verbs.Time) int {
 			}
 		}
 		m := s.spare[len(s.spare)-1]
-		room := m.Room()
-		meta, ok := s.tr.NextPacket(now, room[HdrLen:HdrLen+s.maxLen])
+		meta, ok := s.tr.NextPacket(now, m.Room()[HdrLen:HdrLen+s.maxLen])
 		if !ok {
 			break
 		}
-		made++
+		s.spare = s.spare[:len(s.spare)-1]
+		s.built = append(s.built, m)
+		s.metas = append(s.metas, meta)
+	}
+	made := len(s.built)
+	if made > 0 || timers {
+		now = s.lap(PhaseCore)
+	}
+	s.frees = s.frees[:0]
+	for k, m := range s.built {
+		meta := s.metas[k]
 		i := int(meta.Plane) % len(s.ports)
 		ip, mac, known, ok := s.neigh.addr(meta.Peer, i)
 		if ok {
@@ -530,20 +599,30 @@ func (s *Shard) transmit(now verbs.Time) int {
 		}
 		if !known {
 			s.c.NoNeighbour++
+			// The packet is dropped (the core resends it later); its
+			// mbuf goes back to the spares, where askARP may take it.
+			if len(s.spare) < cap(s.spare) {
+				s.spare = append(s.spare, m)
+			} else {
+				s.frees = append(s.frees, m)
+			}
 			if ok {
 				s.askARP(now, i, meta.Peer, ip)
 			}
-			continue // the core resends the packet later
+			continue
 		}
 		h := &s.hdr[i]
 		h.DstMAC, h.DstIP, h.SrcPort, h.ECT = mac, ip, uint16(meta.Entropy), meta.ECT
-		m.SetLen(WriteHeaders(room, h, meta.Len))
+		m.SetLen(WriteHeaders(m.Room(), h, meta.Len))
 		if p := s.ports[i]; p.txFlags != 0 {
 			m.SetTxOffload(p.txFlags, EthHdrLen, IPv4HdrLen, 0)
 		}
-		s.spare = s.spare[:len(s.spare)-1]
 		s.pend[i] = append(s.pend[i], m)
 	}
+	if len(s.frees) > 0 {
+		dpdk.FreeBulk(s.frees)
+	}
+	s.built = s.built[:0]
 	for i := range s.pend {
 		s.flush(i)
 	}

@@ -32,6 +32,7 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		p := fmt.Sprintf("shard%d_", k)
 		add(p+"rx_frames", c.RxFrames)
 		add(p+"rx_delivered", c.RxDelivered)
+		add(p+"rx_no_udp_checksum", c.RxNoUDPChecksum)
 		add(p+"tx_frames", c.TxFrames)
 		add(p+"tx_bytes", c.TxBytes)
 		add(p+"dropped", c.Dropped())
@@ -47,6 +48,9 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"arp_requests_sent", c.ARPRequestsSent)
 		add(p+"arp_replies_sent", c.ARPRepliesSent)
 		add(p+"idle_sleeps", c.IdleSleeps)
+		for ph, d := range c.Time {
+			add(p+"time_"+Phase(ph).String()+"_ns", uint64(d))
+		}
 	}
 	for _, p := range e.ports {
 		st, err := p.id.Stats()

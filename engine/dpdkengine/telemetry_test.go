@@ -44,5 +44,9 @@ func TestTelemetryStats(t *testing.T) {
 	require.LessOrEqual(t, stats["shard0_rx_frames"], c.RxFrames)
 	require.NotZero(t, stats["port_net_memif9_ipackets"], "%v", stats)
 	require.Contains(t, stats, "shard0_drop_udp_checksum")
+	require.Contains(t, stats, "shard0_rx_no_udp_checksum")
+	for _, ph := range []string{"rx", "core", "tx", "app"} {
+		require.NotZero(t, stats["shard0_time_"+ph+"_ns"], "%s time in the split: %v", ph, stats)
+	}
 	require.Equal(t, "0000_3b_00_0", telName("0000:3b:00.0"))
 }

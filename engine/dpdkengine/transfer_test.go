@@ -71,7 +71,13 @@ func newMemifPairPaths(t *testing.T, k int, impair Impairment, mtu, paths int) *
 }
 
 func newMemifPairQ(t *testing.T, k int, impair Impairment, queues int, mtu, paths int) *memifPair {
-	p := newMemifEngines(t, k, impair, queues)
+	return newMemifEngines(t, k, impair, queues).withEndpoints(mtu, paths)
+}
+
+// withEndpoints runs a metaroce endpoint on a shard of each engine (B
+// accepts).
+func (p *memifPair) withEndpoints(mtu, paths int) *memifPair {
+	t := p.t
 	for i := 0; i < 2; i++ {
 		ep, err := metaroce.NewEndpoint(metaroce.Config{Node: metaroce.NodeID(i + 1), Incarnation: 1, MTU: mtu,
 			Paths: paths, AcceptIncoming: i == 1, ConnectRetries: 1000})
@@ -87,6 +93,12 @@ func newMemifPairQ(t *testing.T, k int, impair Impairment, queues int, mtu, path
 // newMemifEngines starts the two engines of memif pair k with their links
 // up, and no shard.
 func newMemifEngines(t *testing.T, k int, impair Impairment, queues int) *memifPair {
+	return newMemifEnginesCfg(t, k, impair, queues, nil)
+}
+
+// newMemifEnginesCfg is newMemifEngines with engine i's configuration
+// changed by mut (when not nil) before it starts.
+func newMemifEnginesCfg(t *testing.T, k int, impair Impairment, queues int, mut func(i int, c *Config)) *memifPair {
 	p := &memifPair{t: t, queues: queues}
 	// Registered first, so it runs after the engines have stopped: a
 	// region must not be freed while a shard may still place into it.
@@ -104,6 +116,9 @@ func newMemifEngines(t *testing.T, k int, impair Impairment, queues int) *memifP
 		if i == 0 {
 			// A knows B statically, without its MAC: ARP resolves it.
 			cfg.Neighbours = []Neighbour{{Peer: 1, IP: ips[1]}}
+		}
+		if mut != nil {
+			mut(i, &cfg)
 		}
 		e, err := Start(cfg, nil)
 		require.NoError(t, err)

@@ -94,5 +94,15 @@ poll:
 		t.Errorf("2%% injected loss, none counted\n%s", table)
 	}
 	_ = value("metaroce_backend_rx_dropped_total", "reason=other")
+	// The shard's time split reaches Prometheus, every phase of it, and
+	// adds up to the seconds the shard ran (stats prints whole seconds,
+	// so only the sum is checked against the bench's run).
+	loop := 0.0
+	for _, phase := range []string{"rx", "core", "tx", "app", "idle"} {
+		loop += value("metaroce_backend_loop_seconds_total", "phase="+phase)
+	}
+	if loop < 1 {
+		t.Errorf("the shard's time split adds up to %v s over a bench of seconds\n%s", loop, table)
+	}
 	t.Logf("dpdk backend: %v frames sent, %v received, %v data packets", tx, rx, data)
 }

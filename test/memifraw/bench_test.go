@@ -55,7 +55,7 @@ func setupWriteBW(b *testing.B) *wbw {
 	for i := 0; i < 2; i++ {
 		cfg := dpdkengine.Config{Ports: []dpdkengine.PortConfig{{Name: []string{"net_memif2", "net_memif3"}[i], IP: ips[i]}},
 			Neighbours: []dpdkengine.Neighbour{{Peer: uint32(1 - i), IP: ips[1-i]}},
-			Checksum:   benchChecksum(), PoolSize: 16383}
+			Checksum:   benchChecksum(), UDPChecksum: benchUDPChecksum(), PoolSize: 16383}
 		e, err := dpdkengine.Start(cfg, nil)
 		require.NoError(b, err)
 		w.eng[i] = e
@@ -194,8 +194,8 @@ func BenchmarkWriteBWVsRaw(b *testing.B) {
 	b.ReportMetric(float64(b.N)*writeSize/float64(payloadPerFrame)/el.Seconds()/1e6, "write_data_Mpps")
 	b.ReportMetric(float64(c1.TxFrames-c0.TxFrames+c1.RxFrames-c0.RxFrames)/el.Seconds()/1e6, "shardA_Mpps")
 	b.ReportMetric(goodput/rawGoodput, "ratio")
-	b.Logf("frame %d B, hugepages=%v, checksum=%s: raw %.2f Mpps (%.1f Gb/s payload), write_bw %.1f Gb/s, ratio %.2f",
-		frameLen, hugepages, benchChecksum(), raw.Mpps(), rawGoodput, goodput, goodput/rawGoodput)
+	b.Logf("frame %d B, hugepages=%v, checksum=%s, udp_checksum=%s: raw %.2f Mpps (%.1f Gb/s payload), write_bw %.1f Gb/s, ratio %.2f",
+		frameLen, hugepages, benchChecksum(), benchUDPChecksum(), raw.Mpps(), rawGoodput, goodput, goodput/rawGoodput)
 }
 
 // benchChecksum is the engines' checksum mode: MR_BENCH_CHECKSUM or
@@ -205,6 +205,16 @@ func benchChecksum() string {
 		return v
 	}
 	return "auto"
+}
+
+// benchUDPChecksum is the engines' udp_checksum: MR_BENCH_UDP_CHECKSUM or
+// "zero", metaroce's default in the CLI (its CRC32C covers the packets).
+// "compute" measures the software UDP checksum memif leaves to the CPU.
+func benchUDPChecksum() string {
+	if v := os.Getenv("MR_BENCH_UDP_CHECKSUM"); v != "" {
+		return v
+	}
+	return "zero"
 }
 
 // benchPaths is the paths per connection: MR_BENCH_PATHS or 8 (the core's
