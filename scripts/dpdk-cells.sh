@@ -30,6 +30,9 @@
 #   --cores A,B           server core, client core (default 0,1)
 #   --huge auto|on|off    2 MiB hugepages (--in-memory) or --no-huge; auto: on
 #                         when at least 300 pages are free (default auto)
+#   --set KEY=VALUE       a profile key for both perf ends of the built-in
+#                         columns (perf --set), e.g. rocev2.ack_timeout_code=14;
+#                         repeatable (default: none, the profile's defaults)
 #   --tiny                one run of 1 s, memif only (what the test runs)
 #   --keep DIR            keep every run's output under DIR
 #
@@ -79,7 +82,7 @@ adapter() {
 	local ip=$1 peer=$2 port=$3 prefix=$4 bin=$5 huge=$6
 	local prof vdev test
 	# Globals (not local): the EXIT trap runs after the function returned.
-	adir=$(mktemp -d /tmp/dpdk-cells-adapter.XXXXXX) || exit 2
+	adir=$(mktemp -d -t dpdk-cells-adapter.XXXXXX) || exit 2
 	local dir=$adir
 	trap 'rm -rf "$adir"' EXIT
 	prof="$dir/profile.yaml"
@@ -110,14 +113,17 @@ adapter() {
 	else
 		eal+=(--no-huge -m 256)
 	fi
-	local -a args=()
+	local -a args=() sets=()
+	# The harness's --set options (MR_CELLS_SET, one KEY=VALUE a line).
+	local kv
+	while IFS= read -r kv; do [ -n "$kv" ] && sets+=(--set "$kv"); done <<<"${MR_CELLS_SET:-}"
 	case "$outst" in
 	1) test=send_lat ;;
 	*) if [ "$size" -le 64 ]; then test=send_bw; else test=write_bw; fi
 		args=(-t "$outst" --report_gbits) ;;
 	esac
 	if [ "$role" = server ]; then
-		"$bin" perf "$test" --profile "$prof" --transport "$transport" -p "$port" --wait 20s --progress never \
+		"$bin" perf "$test" --profile "$prof" "${sets[@]}" --transport "$transport" -p "$port" --wait 20s --progress never \
 			-- "${eal[@]}" >"$dir/out" 2>"$dir/err" &
 		apid=$!
 		trap 'kill -TERM $apid 2>/dev/null; wait $apid; rm -rf "$adir"' EXIT
@@ -133,7 +139,7 @@ adapter() {
 		trap 'rm -rf "$adir"' EXIT
 		return $rc
 	fi
-	"$bin" perf "$test" 127.0.0.1 --profile "$prof" --transport "$transport" -p "$port" -s "$size" -D "$dur" \
+	"$bin" perf "$test" 127.0.0.1 --profile "$prof" "${sets[@]}" --transport "$transport" -p "$port" -s "$size" -D "$dur" \
 		--progress never "${args[@]}" -- "${eal[@]}" >"$dir/out" 2>"$dir/err"
 	local rc=$?
 	# perf's table, then its error: the harness reports the last line.
@@ -159,6 +165,7 @@ fi
 # ---- options ---------------------------------------------------------------
 bin=bin/metaroce runs=3 dur=2 backends=memif,af_packet transports=metaroce,rocev2
 cells=pp,rate,g32k,g1m other="" oname=other cores=0,1 huge=auto keep=""
+export MR_CELLS_SET=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--bin) bin=$2; shift ;;
@@ -172,6 +179,7 @@ while [ $# -gt 0 ]; do
 	--cores) cores=$2; shift ;;
 	--huge) huge=$2; shift ;;
 	--keep) keep=$2; shift ;;
+	--set) [[ "$2" == *=* ]] || die "--set $2: want KEY=VALUE"; MR_CELLS_SET+="$2"$'\n'; shift ;;
 	--tiny) runs=1 dur=1 backends=memif ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$self" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option $1 (--help)" ;;
@@ -204,10 +212,20 @@ esac
 
 # ---- cleanup ---------------------------------------------------------------
 work=$(mktemp -d /tmp/dpdk-cells.XXXXXX) || die "mktemp"
+mkdir -p "$work/tmp" # the commands' TMPDIR: removed with the rest
 ns="" pgids=() prefixes=()
 cleanup() {
-	local g
+	local g _
+	# TERM first (perf and the adapter end cleanly), KILL what is left.
+	for g in "${pgids[@]}"; do kill -TERM -- "-$g" 2>/dev/null; done
+	for _ in $(seq 30); do
+		local alive=0
+		for g in "${pgids[@]}"; do kill -0 -- "-$g" 2>/dev/null && alive=1; done
+		[ $alive = 1 ] || break
+		sleep 0.1
+	done
 	for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null; done
+	wait 2>/dev/null
 	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
 	for g in "${prefixes[@]}"; do rm -rf "/var/run/dpdk/$g"; done
 	if [ -n "$keep" ]; then mkdir -p "$keep" && cp -r "$work"/. "$keep"/; fi
@@ -257,7 +275,7 @@ start() {
 	[ "$role" = client ] && core=$ccore
 	local -a pre=()
 	[ "$backend" = af_packet ] && pre=(ip netns exec "$ns")
-	setsid "${pre[@]}" timeout -k 3 $((dur + 25)) taskset -c "$core" bash -c "$cmd" >"$3" 2>"$4" </dev/null &
+	TMPDIR=$work/tmp setsid "${pre[@]}" timeout -k 3 $((dur + 25)) taskset -c "$core" bash -c "$cmd" >"$3" 2>"$4" </dev/null &
 	started=$!
 	pgids+=("$started")
 }
@@ -420,6 +438,7 @@ ratio() {
 	printf 'dpdk-cells: %s, %s, %d cores, %s; %d run(s) of %d s per cell, medians; cores %s (server,client); hugepages %s\n' \
 		"$(date -u '+%Y-%m-%d %H:%M UTC')" "$(hostname)" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" \
 		"$runs" "$dur" "$cores" "$huge"
+	[ -n "$MR_CELLS_SET" ] && printf 'profile keys set: %s\n' "$(printf '%s' "$MR_CELLS_SET" | tr '\n' ' ')"
 	printf 'load average at the end: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	hdr="| cell |" sep="|---|"
 	for b in "${BACKENDS[@]}"; do
