@@ -26,10 +26,10 @@ RACE_PKGS ?= ./engine/... ./cmd/metaroce/... ./sim/...
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: help deps build test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells hugepages fuzz lint demo demo-mem experiments clean
+.PHONY: help deps build verbs verbs-golib test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells hugepages fuzz lint demo demo-mem experiments clean
 
 help:
-	@echo "targets: deps build test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells hugepages fuzz lint demo demo-mem experiments clean"
+	@echo "targets: deps build verbs test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells hugepages fuzz lint demo demo-mem experiments clean"
 	@echo "  DPDK=0|1 builds without or with -tags dpdk (default: 1 when pkg-config finds libdpdk)"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make bench BENCH=PacketPath PKGS=./metaroce/   (metaroce per-packet cost: paths x streams x connections)"
@@ -41,12 +41,37 @@ deps:
 build:
 	$(GO) build $(TAGS) -o $(BIN) ./cmd/metaroce
 
+# The libibverbs.so.1-compatible library (libverbs/, docs/verbs.md):
+# LD_LIBRARY_PATH=build/verbs runs an unmodified verbs program over
+# metaroce. The C library is rdma-core v44's ABI (the version script);
+# the Go transport beside it is loaded with dlopen at the first
+# ibv_open_device. Needs gcc, cgo and libibverbs-dev's headers.
+VERBS_DIR    := build/verbs
+VERBS_C      := $(wildcard libverbs/src/*.c)
+VERBS_H      := $(wildcard libverbs/src/*.h)
+VERBS_MAP    := libverbs/src/libibverbs.map
+VERBS_CFLAGS ?= -O2 -g
+VERBS_WARN   := -std=gnu11 -Wall -Wextra -Werror -fPIC
+
+verbs: $(VERBS_DIR)/libibverbs.so.1 verbs-golib
+
+$(VERBS_DIR)/libibverbs.so.1: $(VERBS_C) $(VERBS_H) $(VERBS_MAP)
+	@mkdir -p $(VERBS_DIR)
+	$(CC) $(VERBS_WARN) $(VERBS_CFLAGS) -shared -o $@ -Wl,-soname,libibverbs.so.1 \
+		-Wl,--version-script,$(VERBS_MAP) -Wl,-z,defs -Wl,-z,now $(VERBS_C) -ldl -lpthread
+
+# go build decides itself whether the Go half is up to date.
+verbs-golib:
+	@mkdir -p $(VERBS_DIR)
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o $(VERBS_DIR)/libmetaroce-verbs.so ./libverbs/golib
+
 # make test runs both ways: without the dpdk tag and without cgo (what a
 # machine with no libdpdk builds and tests), then with the tag, the whole
 # suite, DPDK tests included. MR_REQUIRE_ALL=1: a test that needs root or
 # a tool (tshark) fails instead of skipping (test/internal/testenv), since
 # deps installed everything.
 test: deps
+	@$(MAKE) --no-print-directory verbs
 	@$(MAKE) --no-print-directory test-nodpdk
 	@if [ "$(DPDK)" = 1 ]; then $(MAKE) --no-print-directory test-dpdk; \
 	else echo "notice: DPDK=0 (pkg-config finds no libdpdk, or set so): the -tags dpdk tests did not run"; fi
@@ -134,5 +159,5 @@ experiments: build
 	done
 
 clean:
-	rm -rf bin out
+	rm -rf bin out build
 	rm -f coverage.out coverage.html cpu.out mem.out

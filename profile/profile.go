@@ -42,6 +42,7 @@ type Config struct {
 	Metaroce  Metaroce  `key:"metaroce"`
 	RoCEv2    RoCEv2    `key:"rocev2"`
 	Perf      Perf      `key:"perf"`
+	Verbs     Verbs     `key:"verbs"`
 	Bench     Bench     `key:"bench"`
 	Metrics   Metrics   `key:"metrics"`
 	Log       Log       `key:"log"`
@@ -166,6 +167,27 @@ type Perf struct {
 	TCPPort int `key:"tcp_port"`
 	TxDepth int `key:"tx_depth"`
 	RxDepth int `key:"rx_depth"`
+}
+
+// MTU is the payload MTU of the profile's transport.
+func (c Config) MTU() int {
+	if c.Transport == TransportRoCEv2 {
+		return c.RoCEv2.MTU
+	}
+	return c.Metaroce.MTU
+}
+
+// Verbs configures the libibverbs-compatible library (build/verbs,
+// docs/verbs.md): the endpoint one process's device stands for.
+type Verbs struct {
+	// IP is the IPv4 address of the device (its GID 0 is the IPv4-mapped
+	// form). Empty: udp.server_ip.
+	IP string `key:"ip"`
+	// Port is the UDP port the process listens on; 0 lets the kernel choose
+	// one, so that several processes share one IP. The port is carried in
+	// every QP number (QPN = port << 8 | index), so a peer finds it from the
+	// dest_qp_num it is given.
+	Port int `key:"port"`
 }
 
 // Bench is what `metaroce bench` runs and sweeps.

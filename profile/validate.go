@@ -29,7 +29,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	u := c.UDP
-	for _, ip := range []struct{ k, v string }{{"udp.server_ip", u.ServerIP}, {"udp.client_ip", u.ClientIP}} {
+	for _, ip := range []struct{ k, v string }{{"udp.server_ip", u.ServerIP}, {"udp.client_ip", u.ClientIP}, {"verbs.ip", c.Verbs.IP}} {
 		if ip.v == "" {
 			continue
 		}
@@ -59,6 +59,7 @@ func (c *Config) Validate() error {
 		{"rocev2.ack_timeout_code", int(c.RoCEv2.AckTimeoutCode), 1, 31},
 		{"rocev2.retry_count", c.RoCEv2.RetryCount, 0, 255},
 		{"perf.tcp_port", c.Perf.TCPPort, 0, 65535},
+		{"verbs.port", c.Verbs.Port, 0, 65535},
 		{"perf.tx_depth", c.Perf.TxDepth, 1, 15000},
 		{"perf.rx_depth", c.Perf.RxDepth, 1, 16384},
 		{"bench.iterations", c.Bench.Iterations, 0, 100000000},

@@ -25,6 +25,13 @@ PACKAGES=(
 	# kernel fabric in network namespaces: impairments and ECMP
 	nftables
 	iproute2
+	# libibverbs-compatible library (build/verbs): the reference ABI
+	# (objdump -T of Debian's libibverbs.so.1), the headers its C sources and
+	# tests compile against, and the unmodified verbs programs it must run
+	libibverbs1
+	libibverbs-dev
+	ibverbs-utils
+	perftest
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 
 	"github.com/metaroce/metaroce/configs"
+	"github.com/metaroce/metaroce/internal/profileload"
 	"github.com/metaroce/metaroce/profile"
 )
 
@@ -57,51 +53,12 @@ var flagKeys = map[string]string{
 // flagKeys). Any unknown key or bad value is a *configError naming the key
 // and the file.
 func loadConfig(cf configFlags, flags *pflag.FlagSet) (profile.Config, string, error) {
-	cfg := profile.Default()
-	name := cf.profile
-	v := viper.New()
-	v.SetConfigType("yaml")
-	var data []byte
-	if name == "" {
-		name, data = configs.DefaultName+" (embedded)", configs.Default
-	} else {
-		var err error
-		if data, err = os.ReadFile(name); err != nil {
-			return cfg, name, cfgErr("metaroce: profile %s: %v", name, errors.Unwrap(err))
-		}
-	}
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-		return cfg, name, cfgErr("metaroce: %s: not a YAML profile: %v", name, err)
+	l, err := profileload.Load(cf.profile)
+	cfg, name, origin := l.Config, l.Name, l.Origin
+	if err != nil {
+		return cfg, name, &configError{msg: err.Error()}
 	}
 	fields := cfg.Fields()
-	keys := v.AllKeys()
-	sort.Strings(keys)
-	for _, k := range keys {
-		if _, ok := fields[k]; ok {
-			continue
-		}
-		if profile.IsSection(k) {
-			return cfg, name, cfgErr("metaroce: %s: key %s: is a section, not a value", name, k)
-		}
-		return cfg, name, cfgErr("metaroce: %s: unknown key %s", name, k)
-	}
-	for _, k := range keys {
-		if err := profile.Set(fields[k], v.Get(k)); err != nil {
-			return cfg, name, cfgErr("metaroce: %s: key %s: %v", name, k, err)
-		}
-	}
-	// origin names where a key's value came from when not the file.
-	origin := map[string]string{}
-	// Environment: every key has its variable.
-	for k, f := range fields {
-		env := "METAROCE_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))
-		if val, ok := os.LookupEnv(env); ok {
-			if err := profile.Set(f, val); err != nil {
-				return cfg, name, cfgErr("metaroce: %s (key %s, profile %s): %v", env, k, name, err)
-			}
-			origin[k] = env
-		}
-	}
 	for _, s := range cf.sets {
 		k, val, ok := strings.Cut(s, "=")
 		k = strings.ToLower(strings.TrimSpace(k))
@@ -126,16 +83,9 @@ func loadConfig(cf configFlags, flags *pflag.FlagSet) (profile.Config, string, e
 			origin[k] = "--" + fl
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		var fe *profile.FieldError
-		if errors.As(err, &fe) {
-			from := ""
-			if o := origin[fe.Key]; o != "" {
-				from = " (from " + o + ")"
-			}
-			return cfg, name, cfgErr("metaroce: %s: key %s%s: %s", name, fe.Key, from, fe.Msg)
-		}
-		return cfg, name, cfgErr("metaroce: %s: %v", name, err)
+	l.Config = cfg
+	if err := l.ValidateError(); err != nil {
+		return cfg, name, &configError{msg: err.Error()}
 	}
 	if err := checkDPDK(cfg, name); err != nil {
 		return cfg, name, err

@@ -1,0 +1,362 @@
+package main
+
+/*
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include "../src/mrg.h"
+
+static inline int mrg_call_push(mrg_push_fn f, struct mrv_cq *cq, const struct mrg_wc *wc, int n)
+{
+	return f(cq, wc, n);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/engine/udp"
+	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/verbs"
+)
+
+// maxQPWR is the deepest send or receive queue (libverbs/src/mrv.h).
+const maxQPWR = 4096
+
+// maxQPs is how many QPs one process has: the QPN's low byte is index+1.
+const maxQPs = 255
+
+// idleWait bounds how long posted work waits for an idle engine loop (it
+// sleeps in the kernel waiting for a packet otherwise).
+const idleWait = 50 * time.Microsecond
+
+// eng is the process's one transport: a UDP backend and a device, run by
+// one goroutine (backend.Run). C threads never touch the core: they queue
+// commands and work requests under mu, and step runs them on the engine
+// goroutine.
+type eng struct {
+	mu   sync.Mutex
+	be   *udp.Backend
+	dev  verbs.Device
+	push C.mrg_push_fn
+	ep   endpoint
+	self netip.AddrPort
+
+	cmds, running []func(now verbs.Time)
+	nextHandle    uint32
+	pds           map[uint32]*verbs.ProtectionDomain
+	mrs           map[uint32]*verbs.MemoryRegion
+	cqs           map[uint32]*cq
+	qps           map[uint32]*qp
+	byCore        map[verbs.QPN]*qp
+	qpIdx         [maxQPs]bool
+	peers         map[netip.AddrPort]verbs.PeerHandle
+	sessions      map[verbs.PeerHandle]verbs.Session
+	waiting       map[verbs.PeerHandle][]*qp
+}
+
+// cq is a completion queue: the core's, and the C ring it drains into.
+type cq struct {
+	core    *verbs.CompletionQueue
+	c       *C.struct_mrv_cq
+	buf     []verbs.WorkCompletion
+	out     []C.struct_mrg_wc // translated, not yet taken by the C ring
+	users   int
+	handle  uint32
+	scratch *C.struct_mrg_wc // C memory: cap entries
+	cap     int
+}
+
+// sendSlot remembers what the core's WR ID seq stands for.
+type sendSlot struct {
+	wrid     uint64
+	signaled bool
+}
+
+// qp is a verbs QP: its index and QPN, the core QP once connected, and the
+// work posted before that.
+type qp struct {
+	handle      uint32
+	idx         int
+	qpn         uint32
+	pd          *verbs.ProtectionDomain
+	scq, rcq    *cq
+	core        verbs.QP
+	peer        netip.AddrPort
+	stream      int
+	pendSend    []C.struct_mrg_send_wr
+	pendRecv    []C.struct_mrg_recv_wr
+	slots       []sendSlot // by seq % len
+	seq         uint64
+	outstanding int // sends posted and not completed
+	sqDepth     int
+	destroyed   bool
+	failed      error
+}
+
+var (
+	engOnce sync.Once
+	theEng  *eng
+	engErr  error
+)
+
+// start opens the backend and the device and runs the loop (once).
+func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
+	engOnce.Do(func() {
+		be, err := udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait,
+			Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
+		if err != nil {
+			engErr = fmt.Errorf("metaroce verbs: %v", err)
+			return
+		}
+		mk, ok := deviceKinds[e.transport]
+		if !ok {
+			be.Close()
+			engErr = fmt.Errorf("metaroce verbs: transport %q is not supported by the verbs library yet", e.transport)
+			return
+		}
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%v/%d/%d", be.LocalAddr(), os.Getpid(), time.Now().UnixNano())
+		dev, err := mk(e.cfg, be, mr.NodeID(h.Sum64()|1))
+		if err != nil {
+			be.Close()
+			engErr = fmt.Errorf("metaroce verbs: %v", err)
+			return
+		}
+		if err := be.Attach(dev); err != nil {
+			be.Close()
+			engErr = fmt.Errorf("metaroce verbs: %v", err)
+			return
+		}
+		g := &eng{be: be, dev: dev, push: push, ep: e, self: be.LocalAddr(), nextHandle: 1,
+			pds: map[uint32]*verbs.ProtectionDomain{}, mrs: map[uint32]*verbs.MemoryRegion{},
+			cqs: map[uint32]*cq{}, qps: map[uint32]*qp{}, byCore: map[verbs.QPN]*qp{},
+			peers: map[netip.AddrPort]verbs.PeerHandle{}, sessions: map[verbs.PeerHandle]verbs.Session{},
+			waiting: map[verbs.PeerHandle][]*qp{}}
+		go func() {
+			if err := be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
+				fmt.Fprintf(os.Stderr, "metaroce verbs: the transport stopped: %v\n", err)
+			}
+		}()
+		theEng = g
+	})
+	return theEng, engErr
+}
+
+// do runs f on the engine goroutine and returns its result.
+func (g *eng) do(f func(now verbs.Time) error) error {
+	done := make(chan error, 1)
+	g.mu.Lock()
+	g.cmds = append(g.cmds, func(now verbs.Time) { done <- f(now) })
+	g.mu.Unlock()
+	return <-done
+}
+
+func (g *eng) handle() uint32 {
+	h := g.nextHandle
+	g.nextHandle++
+	if g.nextHandle == 0 {
+		g.nextHandle = 1
+	}
+	return h
+}
+
+// step is the application part of the loop: commands, accepted sessions,
+// posted work, completions.
+func (g *eng) step(now verbs.Time) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running, g.cmds = g.cmds, g.running[:0]
+	for _, f := range g.running {
+		f(now)
+	}
+	for {
+		s, ok := g.dev.Accept()
+		if !ok {
+			break
+		}
+		h := s.Peer()
+		if _, dup := g.sessions[h]; dup {
+			continue // one session per peer; a second CONNECT is the peer's retry
+		}
+		g.sessions[h] = s
+		for _, q := range g.waiting[h] {
+			g.attach(now, q, s)
+		}
+		delete(g.waiting, h)
+	}
+	for _, q := range g.qps {
+		if q.core != nil {
+			g.flush(now, q)
+		}
+	}
+	for _, c := range g.cqs {
+		g.drain(c)
+	}
+	return false, nil
+}
+
+// attach creates q's core QP on session s and posts what waited.
+func (g *eng) attach(now verbs.Time, q *qp, s verbs.Session) {
+	core, err := s.CreateQP(q.stream, verbs.QPAttr{PD: q.pd, SendCQ: q.scq.core, RecvCQ: q.rcq.core})
+	if err != nil {
+		q.failed = err
+		fmt.Fprintf(os.Stderr, "metaroce verbs: QP %#x: stream %d on %v: %v\n", q.qpn, q.stream, q.peer, err)
+		return
+	}
+	q.core = core
+	g.byCore[core.QPN()] = q
+	g.flush(now, q)
+}
+
+var opcodes = [...]verbs.WROpcode{C.MRG_OP_WRITE: verbs.WRWrite, C.MRG_OP_WRITE_IMM: verbs.WRWriteImm,
+	C.MRG_OP_SEND: verbs.WRSend, C.MRG_OP_SEND_IMM: verbs.WRSendImm, C.MRG_OP_READ: verbs.WRRead}
+
+// flush posts q's waiting work to its core QP.
+func (g *eng) flush(now verbs.Time, q *qp) {
+	for _, r := range q.pendRecv {
+		err := q.core.PostRecv(now, verbs.RecvWR{ID: uint64(r.wr_id),
+			Local: verbs.SGE{Addr: uint64(r.addr), Length: uint32(r.length), LKey: verbs.LKey(r.lkey)}})
+		if err != nil {
+			g.fail(q.rcq, uint64(r.wr_id), C.IBV_WC_LOC_PROT_ERR, C.IBV_WC_RECV, q.qpn)
+		}
+	}
+	q.pendRecv = q.pendRecv[:0]
+	for _, s := range q.pendSend {
+		slot := q.seq % uint64(len(q.slots))
+		q.slots[slot] = sendSlot{wrid: uint64(s.wr_id), signaled: s.signaled != 0}
+		op := opcodes[s.opcode]
+		err := q.core.PostSend(now, verbs.SendWR{ID: q.seq, Opcode: op,
+			Local:      verbs.SGE{Addr: uint64(s.addr), Length: uint32(s.length), LKey: verbs.LKey(s.lkey)},
+			RemoteAddr: uint64(s.remote_addr), RKey: verbs.RKey(s.rkey), Imm: uint32(s.imm)})
+		q.seq++
+		if err != nil {
+			q.outstanding--
+			wop := uint32(C.IBV_WC_SEND)
+			if op == verbs.WRWrite || op == verbs.WRWriteImm {
+				wop = C.IBV_WC_RDMA_WRITE
+			} else if op == verbs.WRRead {
+				wop = C.IBV_WC_RDMA_READ
+			}
+			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_LOC_PROT_ERR, wop, q.qpn)
+		}
+	}
+	q.pendSend = q.pendSend[:0]
+}
+
+// fail queues an error completion the core never saw (a post it refused).
+func (g *eng) fail(c *cq, wrid uint64, status, op, qpn uint32) {
+	c.out = append(c.out, C.struct_mrg_wc{wr_id: C.uint64_t(wrid), status: C.uint32_t(status),
+		opcode: C.uint32_t(op), qp_num: C.uint32_t(qpn)})
+}
+
+var statuses = map[verbs.Status]uint32{
+	verbs.StatusSuccess: C.IBV_WC_SUCCESS, verbs.StatusLocalLengthError: C.IBV_WC_LOC_LEN_ERR,
+	verbs.StatusLocalProtError: C.IBV_WC_LOC_PROT_ERR, verbs.StatusRemoteAccessError: C.IBV_WC_REM_ACCESS_ERR,
+	verbs.StatusRemoteOpError: C.IBV_WC_REM_OP_ERR, verbs.StatusRetryExceeded: C.IBV_WC_RETRY_EXC_ERR,
+	verbs.StatusRNRRetryExceeded: C.IBV_WC_RNR_RETRY_EXC_ERR, verbs.StatusFlushed: C.IBV_WC_WR_FLUSH_ERR,
+	verbs.StatusRemoteInvalidReq: C.IBV_WC_REM_INV_REQ_ERR, verbs.StatusLocalAccessError: C.IBV_WC_LOC_ACCESS_ERR,
+}
+
+var wcOpcodes = [...]uint32{verbs.WCSend: C.IBV_WC_SEND, verbs.WCWrite: C.IBV_WC_RDMA_WRITE,
+	verbs.WCRead: C.IBV_WC_RDMA_READ, verbs.WCRecv: C.IBV_WC_RECV, verbs.WCRecvWriteImm: C.IBV_WC_RECV_RDMA_WITH_IMM}
+
+// drain moves c's core completions into its C ring: send completions get
+// back the program's wr_id, unsignaled successes are dropped (as an HCA
+// does), errors are always reported.
+func (g *eng) drain(c *cq) {
+	for {
+		n := c.core.Poll(c.buf)
+		for _, wc := range c.buf[:n] {
+			q := g.byCore[wc.QPN]
+			if q == nil {
+				continue // a destroyed QP's flush
+			}
+			st, ok := statuses[wc.Status]
+			if !ok {
+				st = C.IBV_WC_GENERAL_ERR
+			}
+			wrid := wc.WRID
+			if wc.Opcode == verbs.WCSend || wc.Opcode == verbs.WCWrite || wc.Opcode == verbs.WCRead {
+				s := q.slots[wc.WRID%uint64(len(q.slots))]
+				q.outstanding--
+				if !s.signaled && wc.Status == verbs.StatusSuccess {
+					continue
+				}
+				wrid = s.wrid
+			}
+			w := C.struct_mrg_wc{wr_id: C.uint64_t(wrid), status: C.uint32_t(st),
+				opcode: C.uint32_t(wcOpcodes[wc.Opcode]), byte_len: C.uint32_t(wc.ByteLen), qp_num: C.uint32_t(q.qpn)}
+			if wc.HasImm {
+				w.imm, w.with_imm = C.uint32_t(wc.Imm), 1
+			}
+			c.out = append(c.out, w)
+		}
+		if n < len(c.buf) {
+			break
+		}
+	}
+	for len(c.out) > 0 {
+		k := min(len(c.out), c.cap)
+		dst := unsafe.Slice(c.scratch, c.cap)
+		copy(dst, c.out[:k])
+		took := int(C.mrg_call_push(g.push, c.c, c.scratch, C.int(k)))
+		c.out = c.out[:copy(c.out, c.out[took:])]
+		if took < k {
+			break // the ring is full: the rest waits for the program to poll
+		}
+	}
+}
+
+// connect binds q (at RTR) to the peer QP dest at ip: the QPN names the
+// peer's UDP port and QP index, the lower address dials, the higher one
+// accepts, and both name the stream lo<<8 | hi from the two indices.
+func (g *eng) connect(now verbs.Time, q *qp, ip netip.Addr, dest uint32) error {
+	ridx := int(dest&0xff) - 1
+	if ridx < 0 || dest>>8 == 0 {
+		return fmt.Errorf("metaroce verbs: dest_qp_num %#x is not a metaroce QPN (port << 8 | index+1)", dest)
+	}
+	peer := netip.AddrPortFrom(ip, uint16(dest>>8))
+	if peer == g.self {
+		return errors.New("metaroce verbs: a QP connected to its own process is not supported")
+	}
+	h, ok := g.peers[peer]
+	if !ok {
+		var err error
+		if h, err = g.be.AddPeer(peer); err != nil {
+			return fmt.Errorf("metaroce verbs: %v", err)
+		}
+		g.peers[peer] = h
+	}
+	q.peer = peer
+	lower := g.self.Addr().Less(peer.Addr()) || g.self.Addr() == peer.Addr() && g.self.Port() < peer.Port()
+	if lower {
+		q.stream = q.idx<<8 | ridx
+	} else {
+		q.stream = ridx<<8 | q.idx
+	}
+	if s, ok := g.sessions[h]; ok {
+		g.attach(now, q, s)
+		return nil
+	}
+	if lower {
+		s, err := g.dev.Dial(now, h, 1)
+		if err != nil {
+			return fmt.Errorf("metaroce verbs: connecting to %v: %v", peer, err)
+		}
+		g.sessions[h] = s
+		g.attach(now, q, s)
+		return nil
+	}
+	g.waiting[h] = append(g.waiting[h], q)
+	return nil
+}

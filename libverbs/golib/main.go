@@ -1,0 +1,127 @@
+// Command golib is the Go half of metaroce's libibverbs.so.1, built with
+// -buildmode=c-shared into build/verbs/libmetaroce-verbs.so (make verbs).
+// The C library (libverbs/src) loads it with dlopen at the first
+// ibv_open_device, so a program that only lists devices never starts a Go
+// runtime. The exported calls are the C ABI of ../src/mrg.h.
+package main
+
+/*
+#include <errno.h>
+#include <string.h>
+#include "../src/mrg.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/metaroce/metaroce/internal/profileload"
+	"github.com/metaroce/metaroce/profile"
+)
+
+// ProfileEnv names the profile file; unset or empty: the embedded default.
+const ProfileEnv = "METAROCE_PROFILE"
+
+// endpoint is what the device stands for, from the profile.
+type endpoint struct {
+	ip        netip.Addr
+	port      int
+	mtu       int
+	transport profile.Transport
+	loss      float64
+	seed      int
+	sockBuf   int
+	cfg       profile.Config
+}
+
+// loadEndpoint reads the profile and picks the device's address:
+// verbs.ip, else udp.server_ip.
+func loadEndpoint() (endpoint, error) {
+	l, err := profileload.Load(os.Getenv(ProfileEnv))
+	if err != nil {
+		return endpoint{}, err
+	}
+	if err := l.ValidateError(); err != nil {
+		return endpoint{}, err
+	}
+	c := l.Config
+	if c.Backend != profile.BackendUDP {
+		return endpoint{}, fmt.Errorf("metaroce verbs: backend %q: only udp is supported so far", c.Backend)
+	}
+	ip := c.Verbs.IP
+	if ip == "" {
+		ip = c.UDP.ServerIP
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is4() {
+		return endpoint{}, fmt.Errorf("metaroce verbs: %s: no IPv4 address for the device (set verbs.ip)", l.Name)
+	}
+	ep := endpoint{ip: a, port: c.Verbs.Port, mtu: c.MTU(), transport: c.Transport, loss: c.UDP.Loss,
+		seed: c.UDP.Seed, sockBuf: c.UDP.SocketBuffer, cfg: c}
+	return ep, nil
+}
+
+// What the last ibv_open_device read: the transport starts from it at the
+// first call that needs it (getEng), so that opening the device to query
+// it (ibv_devinfo) opens no socket.
+var (
+	openMu   sync.Mutex
+	opened   endpoint
+	openPush C.mrg_push_fn
+)
+
+// getEng returns the running transport, starting it on first use; the
+// error has been printed on stderr (the C caller returns an errno).
+func getEng() *eng {
+	openMu.Lock()
+	e, push := opened, openPush
+	openMu.Unlock()
+	g, err := start(e, push)
+	if err != nil {
+		reportOnce.Do(func() { fmt.Fprintln(os.Stderr, err) })
+		return nil
+	}
+	return g
+}
+
+var reportOnce sync.Once
+
+// setErr copies msg into the C buffer err of errlen bytes, NUL-terminated.
+func setErr(err *C.char, errlen C.int, msg string) {
+	if err == nil || errlen <= 0 {
+		return
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(err)), int(errlen))
+	n := copy(b[:len(b)-1], msg)
+	b[n] = 0
+}
+
+// MetaroceVerbsOpen reads the profile, starts the transport (once per
+// process) and fills ep (mrg.h).
+//
+//export MetaroceVerbsOpen
+func MetaroceVerbsOpen(ep *C.struct_mrv_endpoint, push C.mrg_push_fn, err *C.char, errlen C.int) C.int {
+	e, lerr := loadEndpoint()
+	if lerr != nil {
+		setErr(err, errlen, lerr.Error())
+		return C.EINVAL
+	}
+	openMu.Lock()
+	opened, openPush = e, push
+	openMu.Unlock()
+	ip4 := e.ip.As4()
+	ep.ipv4 = *(*C.uint32_t)(unsafe.Pointer(&ip4[0])) // network order as laid out
+	ep.udp_port = C.uint16_t(e.port)
+	ep.mtu = C.uint32_t(e.mtu)
+	name := []byte(e.transport)
+	t := unsafe.Slice((*byte)(unsafe.Pointer(&ep.transport[0])), len(ep.transport))
+	clear(t)
+	copy(t[:len(t)-1], name)
+	return 0
+}
+
+func main() {}

@@ -1,0 +1,42 @@
+//go:build cgo
+
+package main
+
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/engine"
+	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/profile"
+	"github.com/metaroce/metaroce/verbs"
+)
+
+// deviceKinds builds the transport a verbs process runs. It belongs with
+// cmd/metaroce/transports.go's map (the one place naming the kinds), which
+// is package main and so not importable; until both read one importable
+// table, this is the library's entry for each kind it supports. rocev2's
+// Device dials a fixed set of QPs per session, which the per-QP connection
+// of verbs does not fit yet (docs/verbs.md).
+var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error){
+	profile.TransportMetaroce: func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error) {
+		mc := cfg.Metaroce.Core()
+		mc.Node, mc.Incarnation = id, mr.Incarnation(time.Now().UnixNano()&0x7fffffff|1)
+		// Both ends accept: which end dials depends on the addresses.
+		mc.AcceptIncoming = true
+		// Streams carry the QP pair's indices (stream = lo << 8 | hi).
+		mc.Streams = 65535
+		mc.SendQueueDepth, mc.RecvQueueDepth = maxQPWR, maxQPWR
+		// Verbs peers reach RTR seconds apart (each after its own
+		// out-of-band exchange), and a loaded machine delays answers:
+		// the CLI's lock-step defaults are too tight here.
+		mc.ConnectRetry = max(mc.ConnectRetry, 10*time.Millisecond)
+		mc.ConnectRetries = max(mc.ConnectRetries, 1000)
+		mc.PeerDeadTimeout = max(mc.PeerDeadTimeout, 2*time.Second)
+		mc.RNRRetries = max(mc.RNRRetries, 1000)
+		ep, err := mr.NewEndpoint(mc)
+		if err != nil {
+			return nil, err
+		}
+		return ep.Device(), nil
+	},
+}

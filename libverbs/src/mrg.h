@@ -1,0 +1,133 @@
+/*
+ * mrg.h: the C ABI between libibverbs.so.1 (C) and libmetaroce-verbs.so,
+ * the Go transport built with -buildmode=c-shared (libverbs/golib), which
+ * the C side loads with dlopen at the first ibv_open_device. Plain C types
+ * only: both sides include this file (the Go side from its cgo preamble).
+ *
+ * Contract: every MRG_* call returns 0 or an errno value; on failure it
+ * writes a one-line reason (NUL-terminated, at most errlen bytes) to err.
+ * Go never keeps a pointer the C side passed in beyond the call.
+ */
+#ifndef MRG_H
+#define MRG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The endpoint the device stands for, as the profile gives it: ipv4 in
+ * network byte order, the UDP port (0 until the transport has a socket),
+ * the payload MTU in bytes and the transport's name (metaroce, rocev2).
+ */
+struct mrv_endpoint {
+	uint32_t ipv4;
+	uint16_t udp_port;
+	uint16_t reserved;
+	uint32_t mtu;
+	char transport[16];
+};
+
+/*
+ * A send work request as the C side flattens it before the one crossing
+ * per ibv_post_send call: one SGE (the library's limit), inline data
+ * already copied to the QP's bounce region (addr and lkey point there).
+ */
+struct mrg_send_wr {
+	uint64_t wr_id;
+	uint64_t addr;
+	uint64_t remote_addr;
+	uint32_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t imm;       /* as the program gave it (network order) */
+	uint8_t opcode;     /* MRG_OP_* */
+	uint8_t signaled;   /* IBV_SEND_SIGNALED or sq_sig_all */
+	uint8_t reserved[6];
+};
+
+/* A receive work request. */
+struct mrg_recv_wr {
+	uint64_t wr_id;
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum {
+	MRG_OP_WRITE,
+	MRG_OP_WRITE_IMM,
+	MRG_OP_SEND,
+	MRG_OP_SEND_IMM,
+	MRG_OP_READ,
+};
+
+/*
+ * A work completion as the Go side hands it to a CQ: status and opcode are
+ * already the ibv_wc_status and ibv_wc_opcode values.
+ */
+struct mrg_wc {
+	uint64_t wr_id;
+	uint32_t status;
+	uint32_t opcode;
+	uint32_t byte_len;
+	uint32_t imm;
+	uint32_t qp_num;
+	uint32_t with_imm;
+};
+
+/* The QP attributes modify_qp passes to RTR and RTS. */
+struct mrg_qp_attr {
+	uint32_t state;     /* enum ibv_qp_state */
+	uint32_t peer_ipv4; /* RTR: from ah_attr.grh.dgid, network order */
+	uint32_t dest_qpn;  /* RTR */
+	uint8_t timeout;    /* RTS */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer; /* RTR */
+};
+
+struct mrv_cq;
+
+/* The C side's completion sink, passed to MetaroceVerbsOpen (the C
+ * library exports nothing beyond rdma-core's ABI, so the Go side gets it
+ * as a pointer): copies n entries into cq's ring and raises its channel
+ * event if the CQ was armed (cq.c). Returns how many fitted; called on the
+ * engine goroutine. */
+typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
+
+/*
+ * The calls of the Go side, resolved with dlsym by name (MRG_API lists
+ * them: return type, name, arguments). Handles are non-zero uint32s;
+ * every call returns 0 or an errno value (the transport starts at the
+ * first call that needs it and prints why when it cannot).
+ */
+#define MRG_API(X)                                                                          \
+	X(int, MetaroceVerbsOpen, (struct mrv_endpoint * ep, mrg_push_fn push, char *err, int errlen))          \
+	X(int, MetaroceVerbsAllocPD, (uint32_t * pd))                                              \
+	X(int, MetaroceVerbsDeallocPD, (uint32_t pd))                                          \
+	X(int, MetaroceVerbsRegMR, (uint32_t pd, void *addr, uint64_t len, uint64_t iova,      \
+				    int access, uint32_t *handle, uint32_t *lkey, uint32_t *rkey)) \
+	X(int, MetaroceVerbsDeregMR, (uint32_t mr))                                            \
+	X(int, MetaroceVerbsCreateCQ, (struct mrv_cq * cq, int depth, uint32_t *handle))                    \
+	X(int, MetaroceVerbsDestroyCQ, (uint32_t cq))                                          \
+	X(int, MetaroceVerbsCreateQP, (uint32_t pd, uint32_t send_cq, uint32_t recv_cq,       \
+				       int sq_depth, int rq_depth, uint32_t *handle, uint32_t *qpn)) \
+	X(int, MetaroceVerbsModifyQP, (uint32_t qp, const struct mrg_qp_attr *attr, char *err, int errlen)) \
+	X(int, MetaroceVerbsDestroyQP, (uint32_t qp))                                          \
+	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int *posted)) \
+	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted))
+
+#define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
+MRG_API(MRG_DECLARE)
+#undef MRG_DECLARE
+
+/* The table the C side fills at load (transport.c). */
+struct mrg_api {
+#define MRG_FIELD(ret, name, args) name##_fn name;
+	MRG_API(MRG_FIELD)
+#undef MRG_FIELD
+};
+
+extern struct mrg_api mrg;
+
+#endif
