@@ -135,6 +135,30 @@ type Config struct {
 	// AcceptIncoming makes the endpoint accept CONNECT requests.
 	AcceptIncoming bool
 
+	// Admission control (admission.go). MaxConns bounds the endpoint's
+	// connections, both directions and every state; a CONNECT beyond it is
+	// refused and Connect returns ErrTooManyConns. Default 65536.
+	MaxConns int `key:"max_conns"`
+	// MaxHalfOpen bounds the inbound connections whose peer has not yet
+	// sent a packet on them after our ACCEPT (they hold no path state);
+	// past it the oldest is dropped to make room. Default 4096.
+	MaxHalfOpen int `key:"max_half_open"`
+	// MaxConnsPerPeer bounds the inbound connections from one address;
+	// a CONNECT beyond it is refused. Default 16384 (above MaxHalfOpen, so
+	// that a flood from one address is held by the half-open bound, which
+	// evicts, not by this one, which refuses).
+	MaxConnsPerPeer int `key:"max_conns_per_peer"`
+	// AcceptBacklog bounds the connections accepted but not yet taken by
+	// the application (Accept); a CONNECT beyond it is refused. Default
+	// MaxConns (the queue never holds a dead or an evicted connection).
+	AcceptBacklog int `key:"accept_backlog"`
+	// ResetRate and ResetBurst limit the RESETs (for unknown connections,
+	// and refusals of CONNECTs) the endpoint sends: a token bucket of
+	// ResetBurst tokens refilled at ResetRate per second. Defaults 10000/s,
+	// 256.
+	ResetRate  float64 `key:"reset_rate"`
+	ResetBurst int     `key:"reset_burst"`
+
 	// SendQueueDepth and RecvQueueDepth bound the outstanding work requests
 	// per queue pair. Defaults 4096 and 4096.
 	SendQueueDepth int
@@ -187,6 +211,12 @@ func (c Config) Defaults() Config {
 	setDur(&c.PeerDeadTimeout, 200*time.Millisecond)
 	setDur(&c.ConnectRetry, time.Millisecond)
 	setInt(&c.ConnectRetries, 20)
+	setInt(&c.MaxConns, 65536)
+	setInt(&c.MaxHalfOpen, min(4096, c.MaxConns))
+	setInt(&c.MaxConnsPerPeer, min(16384, c.MaxConns))
+	setInt(&c.AcceptBacklog, c.MaxConns)
+	setFloat(&c.ResetRate, 10000)
+	setInt(&c.ResetBurst, 256)
 	setInt(&c.SendQueueDepth, 4096)
 	setInt(&c.RecvQueueDepth, 4096)
 	return c
@@ -217,6 +247,11 @@ func (c Config) Validate() error {
 		{"PathFailAfter", c.PathFailAfter, 1, 64},
 		{"RNRRetries", c.RNRRetries, 0, 1000},
 		{"ConnectRetries", c.ConnectRetries, 1, 1000},
+		{"MaxConns", c.MaxConns, 1, 1 << 24},
+		{"MaxHalfOpen", c.MaxHalfOpen, 1, c.MaxConns},
+		{"MaxConnsPerPeer", c.MaxConnsPerPeer, 1, c.MaxConns},
+		{"AcceptBacklog", c.AcceptBacklog, 1, c.MaxConns},
+		{"ResetBurst", c.ResetBurst, 1, 1 << 20},
 		{"SendQueueDepth", c.SendQueueDepth, 1, 1 << 20},
 		{"RecvQueueDepth", c.RecvQueueDepth, 1, 1 << 20},
 	} {
@@ -246,6 +281,7 @@ func (c Config) Validate() error {
 	}{
 		{"ECNGain", c.ECNGain, 0, 1}, {"HintUtilization", c.HintUtilization, 0, 1},
 		{"PathLossFail", c.PathLossFail, 0, 1}, {"InflightRTTs", c.InflightRTTs, 0, 1000},
+		{"ResetRate", c.ResetRate, 0, 1e9},
 	} {
 		if !(f.v > f.lo && f.v <= f.hi) {
 			return cfgErr(f.name, "= %v, want (%v, %v]", f.v, f.lo, f.hi)

@@ -112,8 +112,11 @@ type Conn struct {
 
 	sched queue.Slot[*Conn] // deadline and ready-line place in Endpoint.sched
 	agg   connAgg           // what computeDeadline needs of every path, ACK and stream (aggregates.go)
-	// peerIndexed: in Endpoint.peers (from when its peer is known).
-	peerIndexed bool
+	// Its places in the endpoint's admission lists and peer index
+	// (admission.go, peers.go).
+	halfOpen, acceptQ connLink
+	inboundIndexed    bool
+	groupPos          int // 1 + index in its peerGroup; 0: not in one
 
 	c ConnCounters
 }
@@ -144,7 +147,9 @@ func (c *Conn) Failure() verbs.Status { return c.failure }
 // refused or unanswered (FailNone while it has not failed).
 func (c *Conn) FailReason() verbs.FailReason { return c.reason }
 
-// NumPaths is the negotiated number of paths (0 until established).
+// NumPaths is the number of paths with state (0 until established, and on
+// an accepted connection until its peer's first packet or the first work
+// posted on it: admission.go); the path accessors below take 0..NumPaths-1.
 func (c *Conn) NumPaths() int { return len(c.tx) }
 
 // MTU is the negotiated payload size per packet.
@@ -247,25 +252,16 @@ func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 	c.mtu = min(int(b.MTU), cfg.MTU)
 	c.streams = min(int(b.Streams), cfg.Streams)
 	c.planes = min(int(b.Planes), cfg.Planes)
-	c.tx = make([]txPath, c.paths)
-	c.rx = make([]rxPath, c.paths)
-	// Each connection takes its own run of source ports, so connections
-	// between the same two hosts spread over different ECMP routes too.
-	span := 65536 - int(cfg.EntropyBase)
-	first := int(c.local-1) * c.paths
-	for i := range c.tx {
-		entropy := cfg.EntropyBase + verbs.Entropy((first+i)%span)
-		c.tx[i] = newTxPath(verbs.PathID(i), entropy, verbs.PlaneID(i%c.planes), cfg.PathWindow)
-		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c}
-	}
-	c.agg.resetPaths(c.paths)
-	c.picker.reset(c.tx, c.planes)
-	c.allPathsChanged() // every path starts with room: the picker weighs them
 	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,
 		jitter: uint64(c.local)*0x9e3779b97f4a7c15 ^ uint64(c.ep.cfg.Node)<<32}
 	c.state = connEstablished
 	c.lastRx = now
 	c.lastKeepalive = now
+	if c.outbound {
+		// Our CONNECT was answered: the peer is there. An inbound
+		// connection waits for its proof (Conn.prove) or for local work.
+		c.materialize()
+	}
 	for _, q := range c.qpOrder {
 		for i := 0; i < q.sq.Len(); i++ {
 			c.sizeMsg(*q.sq.At(i)) // posted while connecting
@@ -274,6 +270,36 @@ func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 			c.activate(q)
 		}
 	}
+}
+
+// pathEntropy is path i's first entropy: each connection takes its own run
+// of source ports, so connections between the same two hosts spread over
+// different ECMP routes too.
+func (c *Conn) pathEntropy(i int) verbs.Entropy {
+	base := c.ep.cfg.EntropyBase
+	span := 65536 - int(base)
+	return base + verbs.Entropy((int(c.local-1)*c.paths+i)%span)
+}
+
+// materialize allocates the per-path state of an established connection
+// (once): the send and receive sides of every path, their aggregates and
+// the picker. An accepted connection gets it only when its peer proves it
+// is there or local work needs it, so an unanswered CONNECT costs no path
+// state (admission.go).
+func (c *Conn) materialize() {
+	if c.tx != nil || c.state != connEstablished {
+		return
+	}
+	cfg := &c.ep.cfg
+	c.tx = make([]txPath, c.paths)
+	c.rx = make([]rxPath, c.paths)
+	for i := range c.tx {
+		c.tx[i] = newTxPath(verbs.PathID(i), c.pathEntropy(i), verbs.PlaneID(i%c.planes), cfg.PathWindow)
+		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c}
+	}
+	c.agg.resetPaths(c.paths)
+	c.picker.reset(c.tx, c.planes)
+	c.allPathsChanged() // every path starts with room: the picker weighs them
 }
 
 // sizeMsg counts a message's packets at the connection's MTU.
@@ -360,6 +386,7 @@ func (c *Conn) finish(s connState) {
 // activate puts q in the round robin of streams with data to send.
 func (c *Conn) activate(q *QueuePair) {
 	if !q.active && c.state == connEstablished {
+		c.materialize()
 		q.active = true
 		c.active.Push(q)
 		c.streamChanged(q)

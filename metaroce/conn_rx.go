@@ -43,9 +43,16 @@ func (c *Conn) receive(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) 
 	default:
 		return
 	}
-	if h.SrcConn != c.remote || h.Incarnation != c.peerInc {
+	if h.SrcConn != c.remote || h.Incarnation != c.peerInc || rx.Peer != c.peer {
+		// Another connection's, an old incarnation's, or from an address
+		// that is not the peer's (a CLOSE from elsewhere ends nothing).
 		c.c.StalePackets++
 		return
+	}
+	if c.halfOpen.in {
+		// The first packet after our ACCEPT: the peer has it, so it is
+		// there (admission.go).
+		c.prove()
 	}
 	c.lastRx = now
 	if !c.outbound && c.connectSentAt != 0 {

@@ -62,6 +62,10 @@ func (c *Conn) meta(n int, path verbs.PathID) verbs.TxMeta {
 	m := verbs.TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + verbs.Entropy(path), ECT: true}
 	if int(path) < len(c.tx) {
 		m.Entropy, m.Plane = c.tx[path].entropy, c.tx[path].plane
+	} else if int(path) < c.paths {
+		// An accepted connection without its path state yet (admission.go):
+		// the values its paths will start with.
+		m.Entropy, m.Plane = c.pathEntropy(int(path)), verbs.PlaneID(int(path)%c.planes)
 	}
 	c.c.TxPackets++
 	c.c.TxBytes += uint64(n)
@@ -114,13 +118,13 @@ func (c *Conn) ctrlPath(op Opcode) verbs.PathID {
 	case OpAccept:
 		return c.acceptPath
 	}
-	n := len(c.tx)
+	n := c.paths // the negotiated paths, with their state or not yet (admission.go)
 	if n == 0 {
 		return 0
 	}
 	for i := 0; i < n; i++ {
 		c.ctrlRR = (c.ctrlRR + 1) % n
-		if !c.tx[c.ctrlRR].failed {
+		if c.ctrlRR >= len(c.tx) || !c.tx[c.ctrlRR].failed {
 			break
 		}
 	}

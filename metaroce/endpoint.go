@@ -3,7 +3,6 @@ package metaroce
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/metaroce/metaroce/internal/queue"
 	"github.com/metaroce/metaroce/verbs"
@@ -35,7 +34,10 @@ type Endpoint struct {
 
 	conns    map[ConnID]*Conn
 	nextID   ConnID
-	accepted queue.Ring[*Conn]
+	accepted connList // inbound connections not yet taken by Accept (admission.go)
+	halfOpen connList // inbound connections whose peer has not shown it is there
+	resets   tokenBucket
+	stale    []*Conn                // scratch for peerSeen
 	sched    queue.Scheduler[*Conn] // ready line and timers of the connections
 	replies  queue.Ring[reply]
 	planeRR  int       // the plane the next new packet should take (Conn.pickPath)
@@ -53,7 +55,8 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	return &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), nextID: 1,
-		sched: queue.NewScheduler[*Conn]()}, nil
+		sched:    queue.NewScheduler[*Conn](),
+		accepted: connList{link: acceptLink}, halfOpen: connList{link: halfOpenLink}}, nil
 }
 
 // Config returns the endpoint's effective configuration.
@@ -72,11 +75,12 @@ func (e *Endpoint) AllocPD() *verbs.ProtectionDomain { return e.regions.AllocPD(
 // Connections returns the number of live connections.
 func (e *Endpoint) Connections() int { return len(e.conns) }
 
-// ErrTooManyConns is returned when no connection id is free.
-var ErrTooManyConns = errors.New("metaroce: no free connection id")
+// ErrTooManyConns is returned when the endpoint holds Config.MaxConns
+// connections.
+var ErrTooManyConns = errors.New("metaroce: too many connections (max_conns)")
 
 func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error) {
-	if len(e.conns) >= 1<<31 {
+	if len(e.conns) >= e.cfg.MaxConns {
 		return nil, ErrTooManyConns
 	}
 	for e.conns[e.nextID] != nil || e.nextID == 0 {
@@ -107,18 +111,20 @@ func (e *Endpoint) Connect(now verbs.Time, peer verbs.PeerHandle) (*Conn, error)
 	return c, nil
 }
 
-// Accept returns the next connection a peer opened, if any.
+// Accept returns the next connection a peer opened, if any. The queue
+// holds live connections only (one that fails before it is taken leaves
+// it) and at most AcceptBacklog of them.
 func (e *Endpoint) Accept() (*Conn, bool) {
-	if e.accepted.Len() == 0 {
-		return nil, false
-	}
-	return e.accepted.Pop(), true
+	c := e.accepted.popFront()
+	return c, c != nil
 }
 
 // forget removes a closed or failed connection.
 func (e *Endpoint) forget(c *Conn) {
 	delete(e.conns, c.local)
 	e.peers.remove(c)
+	e.accepted.remove(c)
+	e.halfOpen.remove(c)
 	e.sched.Forget(&c.sched)
 }
 
@@ -129,23 +135,18 @@ func (e *Endpoint) reply(peer verbs.PeerHandle, op Opcode, dst, src ConnID) {
 	}
 }
 
-// peerSeen fails every other connection to c's peer node that belongs to
-// an earlier incarnation: the peer restarted and lost their state, so
-// their work requests can never finish.
+// peerSeen fails every other connection to c's peer node at c's peer
+// address that belongs to another incarnation: the peer restarted and
+// lost their state, so their work requests can never finish. It runs once
+// the peer has proven it is there (an ACCEPT to our CONNECT, the first
+// packet after our ACCEPT), never on a CONNECT alone, and it looks at
+// connections to the same address only: a packet from elsewhere that
+// names a node's id cannot end that node's connections.
 func (e *Endpoint) peerSeen(c *Conn) {
-	e.peers.add(c)
-	if !e.peers.otherIncarnations(c) {
-		return // the walk below would find nothing
-	}
-	var stale []*Conn
-	for _, o := range e.conns {
-		if o != c && o.peerNode == c.peerNode && o.state == connEstablished && o.peerInc != c.peerInc {
-			stale = append(stale, o)
-		}
-	}
-	// Fail them in id order: completions must not depend on map order.
-	sort.Slice(stale, func(i, j int) bool { return stale[i].local < stale[j].local })
-	for _, o := range stale {
+	e.peers.addGroup(c)
+	e.stale = e.peers.staleFor(c, e.stale[:0])
+	for i, o := range e.stale {
+		e.stale[i] = nil
 		e.c.PeerRestarts++
 		o.fail(verbs.StatusRetryExceeded, verbs.FailPeerRestart)
 	}
@@ -193,11 +194,15 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		case OpReset, OpCloseAck:
 		case OpClose:
 			// We closed already and our CLOSE_ACK was lost: repeat it, so
-			// the peer's orderly close does not end in a RESET.
-			e.reply(rx.Peer, OpCloseAck, h.SrcConn, h.DstConn)
+			// the peer's orderly close does not end in a RESET. It is
+			// the size of a RESET and as limited.
+			if e.resets.take(now, e.cfg.ResetRate, e.cfg.ResetBurst) {
+				e.reply(rx.Peer, OpCloseAck, h.SrcConn, h.DstConn)
+			} else {
+				e.c.ResetsLimited++
+			}
 		default:
-			e.reply(rx.Peer, OpReset, h.SrcConn, h.DstConn)
-			e.c.ResetsSent++
+			e.resetTo(now, rx.Peer, h.SrcConn, h.DstConn)
 		}
 		return
 	}
@@ -215,28 +220,37 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 		return
 	}
 	if !e.cfg.AcceptIncoming {
-		e.c.ConnectsRefused++
-		e.reply(rx.Peer, OpReset, h.SrcConn, 0)
+		e.refuse(now, rx.Peer, h.SrcConn)
 		return
 	}
-	if c := e.peers.accepted(b.Node, h.Incarnation, h.SrcConn); c != nil {
+	if c := e.peers.accepted(rx.Peer, b.Node, h.Incarnation, h.SrcConn); c != nil {
 		// A repeated request: our ACCEPT was lost.
-		c.acceptPath = h.Path % verbs.PathID(c.paths)
-		c.queueCtrl(ctrlPkt{op: OpAccept})
-		e.touch(c, now)
+		if c.state == connEstablished {
+			c.acceptPath = h.Path % verbs.PathID(c.paths)
+			c.queueCtrl(ctrlPkt{op: OpAccept})
+			e.touch(c, now)
+		}
+		return
+	}
+	if !e.admit(rx.Peer) {
+		e.refuse(now, rx.Peer, h.SrcConn)
 		return
 	}
 	c, err := e.newConn(rx.Peer, now)
 	if err != nil {
-		e.c.ConnectsRefused++
+		e.refuse(now, rx.Peer, h.SrcConn)
 		return
 	}
+	// Established at once (no extra round trip), but without its paths
+	// and outside restart detection until the peer proves it is there
+	// (Conn.prove): until then it costs a Conn and its map entries.
 	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
 	c.establish(now, &b)
 	c.acceptPath = h.Path % verbs.PathID(c.paths)
-	e.peerSeen(c)
+	e.peers.addInbound(c)
+	e.halfOpen.pushBack(c)
 	c.queueCtrl(ctrlPkt{op: OpAccept})
-	e.accepted.Push(c)
+	e.accepted.pushBack(c)
 	e.touch(c, now)
 }
 

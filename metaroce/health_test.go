@@ -21,6 +21,7 @@ func testConn(t *testing.T, n int) *Conn {
 		t.Fatal(err)
 	}
 	c.establish(0, &ConnectBody{Node: 2, Paths: uint16(n), MTU: 4096, Streams: 16, Planes: 1})
+	c.materialize() // an accepted connection gets its paths at its first packet
 	return c
 }
 

@@ -87,11 +87,20 @@ func TestReconnectAfterRestartFailsOldConnection(t *testing.T) {
 	f.p.Replace(0, na)
 	nc, err := na.Connect(f.p.Now, 1)
 	require.NoError(t, err)
+	// Its first packet on the new connection proves the new incarnation
+	// is there (a CONNECT alone fails nothing: admission.go).
+	npd := na.AllocPD()
+	ncq := verbs.NewCompletionQueue(4)
+	nq, err := nc.CreateQP(0, verbs.QPAttr{PD: npd, SendCQ: ncq, RecvCQ: ncq})
+	require.NoError(t, err)
+	nsrc, err := npd.RegisterMR(make([]byte, 8), 0)
+	require.NoError(t, err)
+	require.NoError(t, nq.PostSend(f.p.Now, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Local: nsrc.SGE(0, 8)}))
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(77), rc.WRID)
 	require.Equal(t, verbs.StatusFlushed, rc.Status)
 	require.Equal(t, "failed", f.cb.State())
-	require.Equal(t, uint64(1), f.p.EP[1].Counters().PeerRestarts)
+	require.Equal(t, uint64(1), f.p.EP[1].Counters().PeerRestarts, "%v", f.cb.FailReason())
 	require.Equal(t, verbs.FailPeerRestart, f.cb.FailReason())
 	require.NoError(t, f.p.RunUntil(nc.Established, f.p.Now+1e9))
 }

@@ -12,6 +12,7 @@ import (
 // side) to begin its sequence space at psn, as if it had run for a long
 // time. Both ends must be moved for the same connection.
 func startSequencesAt(c *Conn, psn PSN) {
+	c.materialize() // an accepted connection's paths exist from its first packet on
 	for i := range c.tx {
 		c.tx[i].next, c.tx[i].una = psn, psn
 		c.rx[i].sb = rxScoreboard{cum: psn}

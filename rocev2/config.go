@@ -78,6 +78,10 @@ type Config struct {
 	// Defaults 1 ms and 15 (the CM's largest Max CM Retries).
 	ConnectRetry   time.Duration `key:"connect_retry"`
 	ConnectRetries int           `key:"connect_retries"`
+	// MaxQPs bounds the endpoint's QPs (every state): a REQ beyond it is
+	// rejected (REJ, no QP) and Connect fails. It bounds the tables a
+	// peer's REQs can grow, nothing else of RoCEv2 changes. Default 65536.
+	MaxQPs int `key:"max_qps"`
 
 	// QPNBase is the first QP number allocated; numbers are unique per
 	// endpoint and never 0 or 1. Default 0x100.
@@ -133,6 +137,7 @@ func (c Config) Defaults() Config {
 		c.ConnectRetry = time.Millisecond
 	}
 	setInt(&c.ConnectRetries, 15)
+	setInt(&c.MaxQPs, 65536)
 	if c.QPNBase == 0 {
 		c.QPNBase = 0x100
 	}
@@ -169,6 +174,7 @@ func (c Config) Validate() error {
 		{"SendQueueDepth", c.SendQueueDepth, 1, 1 << 20},
 		{"RecvQueueDepth", c.RecvQueueDepth, 1, 1 << 20},
 		{"ConnectRetries", c.ConnectRetries, 1, 1000},
+		{"MaxQPs", c.MaxQPs, 1, PSNMask - 2},
 		{"FrameOverhead", c.FrameOverhead, 0, 1 << 10},
 	} {
 		if r.v < r.lo || r.v > r.hi {

@@ -125,14 +125,12 @@ func (e *Endpoint) receiveCM(now verbs.Time, pkt []byte, p *Packet, rx verbs.RxM
 
 // onREQ accepts (or refuses) a connection request.
 func (e *Endpoint) onREQ(now verbs.Time, m *CMMessage, peer verbs.PeerHandle) {
-	for _, c := range e.qps {
-		if !c.outbound && c.peer == peer && c.rcommID == m.LocalCommID && c.tid == m.TID {
-			if c.state == stateAccepting {
-				c.queueCM(AttrREP) // our REP was lost
-				e.touch(c, now)
-			}
-			return
+	if c := e.reqs[reqKey{peer, m.LocalCommID, m.TID}]; c != nil {
+		if c.state == stateAccepting {
+			c.queueCM(AttrREP) // our REP was lost
+			e.touch(c, now)
 		}
+		return
 	}
 	if !e.cfg.AcceptIncoming {
 		e.reply(peer, CMMessage{Attr: AttrREJ, TID: m.TID, RemoteCommID: m.LocalCommID, RejectReason: RejectConsumerReject})
@@ -150,6 +148,7 @@ func (e *Endpoint) onREQ(now verbs.Time, m *CMMessage, peer verbs.PeerHandle) {
 	c.queueCM(AttrREP)
 	c.tries = 1
 	c.retryAt = now.Add(e.cfg.ConnectRetry)
-	e.accepted.Push(c)
+	e.reqs[reqKey{peer, c.rcommID, c.tid}] = c
+	e.queueAccepted(c)
 	e.touch(c, now)
 }

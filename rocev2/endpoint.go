@@ -38,6 +38,7 @@ type Endpoint struct {
 	regions verbs.RegionTable
 
 	qps      map[uint32]*Conn
+	reqs     map[reqKey]*Conn // accepted QPs by the REQ that opened them (onREQ's repeat check)
 	nextQPN  uint32
 	accepted queue.Ring[*Conn]
 	sched    queue.Scheduler[*Conn] // ready line and timers of the QPs
@@ -57,7 +58,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Endpoint{cfg: cfg, qps: make(map[uint32]*Conn), nextQPN: cfg.QPNBase, nextTID: 1,
+	return &Endpoint{cfg: cfg, qps: make(map[uint32]*Conn), reqs: make(map[reqKey]*Conn), nextQPN: cfg.QPNBase, nextTID: 1,
 		sched: queue.NewScheduler[*Conn]()}, nil
 }
 
@@ -84,7 +85,7 @@ func (e *Endpoint) Connections() int { return len(e.qps) }
 var ErrNoQPN = errors.New("rocev2: no free QP number")
 
 func (e *Endpoint) newConn(now verbs.Time, peer verbs.PeerHandle) (*Conn, error) {
-	if len(e.qps) >= PSNMask-2 {
+	if len(e.qps) >= e.cfg.MaxQPs {
 		return nil, ErrNoQPN
 	}
 	for e.qps[e.nextQPN] != nil || e.nextQPN < 2 {
@@ -119,16 +120,42 @@ func (e *Endpoint) Connect(now verbs.Time, peer verbs.PeerHandle) (*Conn, error)
 // requests are answered with RNR NAKs until CreateQP gives the connection
 // its protection domain and completion queues.
 func (e *Endpoint) Accept() (*Conn, bool) {
-	if e.accepted.Len() == 0 {
-		return nil, false
+	for e.accepted.Len() > 0 {
+		if c := e.accepted.Pop(); c.state < stateClosed {
+			return c, true
+		}
 	}
-	return e.accepted.Pop(), true
+	return nil, false
+}
+
+// queueAccepted puts c in the accept queue, first dropping the QPs that
+// died there when the queue has grown to MaxQPs (the live ones never
+// exceed it), so the queue stays bounded.
+func (e *Endpoint) queueAccepted(c *Conn) {
+	if e.accepted.Len() >= e.cfg.MaxQPs {
+		for i, n := 0, e.accepted.Len(); i < n; i++ {
+			if o := e.accepted.Pop(); o.state < stateClosed {
+				e.accepted.Push(o)
+			}
+		}
+	}
+	e.accepted.Push(c)
+}
+
+// reqKey names a REQ: who sent it, its communication id and transaction.
+type reqKey struct {
+	peer verbs.PeerHandle
+	comm uint32
+	tid  uint64
 }
 
 // forget removes a closed or failed QP.
 func (e *Endpoint) forget(c *Conn) {
 	if e.qps[c.qpn] == c {
 		delete(e.qps, c.qpn)
+	}
+	if k := (reqKey{c.peer, c.rcommID, c.tid}); !c.outbound && e.reqs[k] == c {
+		delete(e.reqs, k)
 	}
 	e.sched.Forget(&c.sched)
 }

@@ -88,6 +88,8 @@ type node struct {
 	// run calls it every 100 ms, on the backend's loop.
 	sampler    func()
 	lastSample time.Time
+	// serving: the server has all its sessions; later ones are refused.
+	serving bool
 }
 
 // newNode builds the transport on be and registers a buffer of bufLen
@@ -127,6 +129,7 @@ func (n *node) connect(server bool, nqp int, deadline time.Time, stop func() boo
 	}
 	err := n.run(func(verbs.Time) (bool, error) {
 		if n.ready(server, nqp) {
+			n.serving = server
 			return true, nil
 		}
 		if time.Now().After(deadline) {
@@ -173,6 +176,11 @@ func (n *node) ready(server bool, nqp int) bool {
 			if !ok {
 				break
 			}
+			if s.Peer() != n.peer {
+				// Not the client the setup channel named: refused.
+				s.Close(n.be.Now())
+				continue
+			}
 			n.sess = append(n.sess, s)
 		}
 	}
@@ -192,6 +200,13 @@ func (n *node) ready(server bool, nqp int) bool {
 // the metrics sampler, until step reports done or an error.
 func (n *node) run(step func(now verbs.Time) (bool, error)) error {
 	return n.be.Run(context.Background(), engine.AppFunc(func(now verbs.Time) (bool, error) {
+		if n.serving {
+			// The server has its sessions: whatever else connects is
+			// closed at once, not left in the device's accept queue.
+			for s, ok := n.dev.Accept(); ok; s, ok = n.dev.Accept() {
+				s.Close(now)
+			}
+		}
 		if n.sampler != nil {
 			if t := time.Now(); t.Sub(n.lastSample) >= 100*time.Millisecond {
 				n.lastSample = t

@@ -315,39 +315,87 @@ func perfServer(cfg profile.Config, dh *dpdkHost, test string, port int, wait ti
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
-	conn, err := acceptStoppable(ln.(*net.TCPListener), wait, stop)
-	if err != nil {
-		return nil, nil, p, "", "", err
+	var end time.Time
+	if wait > 0 {
+		end = time.Now().Add(wait)
 	}
-	defer conn.Close()
-	c := newTCPCtrl(conn)
-	hello, err := waitMsg(c, nil, "hello", setupTimeout, stop)
+	for {
+		left := time.Duration(0)
+		if !end.IsZero() {
+			if left = time.Until(end); left <= 0 {
+				return nil, nil, p, "", "", fmt.Errorf("setup: no client within %v", wait)
+			}
+		}
+		conn, err := acceptStoppable(ln.(*net.TCPListener), left, stop)
+		if err != nil {
+			return nil, nil, p, "", "", err
+		}
+		c := newTCPCtrl(conn)
+		hello, err := perfHello(cfg, c, conn, test, stop)
+		if errors.Is(err, errInterrupted) {
+			c.close()
+			return nil, nil, p, "", "", err
+		}
+		if err != nil {
+			// A bad, idle or foreign client: tell it, and wait for the next.
+			_ = c.send(ctrlMsg{Type: "error", Err: err.Error()})
+			c.close()
+			fmt.Fprintf(stdout, " Refused client %v: %v\n", conn.RemoteAddr(), err)
+			continue
+		}
+		defer c.close()
+		p = *hello.Params
+		ip, err := endpointIP(cfg.UDP.ServerIP, conn.LocalAddr())
+		if err != nil {
+			return nil, nil, p, "", "", err
+		}
+		res, n, err := serve(cfg, c, hello, pickOpener(cfg, dh, ip), stop, hook)
+		local, remote := "", hello.UDP
+		if n != nil {
+			local = n.be.LocalAddr().String()
+		}
+		return res, n, p, local, remote, err
+	}
+}
+
+// helloTimeout is how long a client that connected has to send its
+// hello before the server drops it and waits for the next.
+var helloTimeout = 5 * time.Second
+
+// perfHello reads and checks a client's hello: its parameters, its test
+// and transport, and its data-path address, which must be the TCP peer's
+// own IP (or the profile's udp.client_ip): the server must never be made
+// to send its test traffic to a third address.
+func perfHello(cfg profile.Config, c *tcpCtrl, conn net.Conn, test string, stop func() bool) (ctrlMsg, error) {
+	hello, err := waitMsg(c, nil, "hello", helloTimeout, stop)
 	if err != nil {
-		return nil, nil, p, "", "", err
+		return hello, err
 	}
 	if hello.Params == nil {
-		return nil, nil, p, "", "", errors.New("setup: hello without parameters")
+		return hello, errors.New("setup: hello without parameters")
 	}
-	p = *hello.Params
+	p := *hello.Params
 	if err := p.validate(); err != nil {
-		_ = c.send(ctrlMsg{Type: "error", Err: err.Error()})
-		return nil, nil, p, "", "", fmt.Errorf("setup: client's parameters: %w", err)
+		return hello, fmt.Errorf("setup: client's parameters: %w", err)
 	}
 	if p.Test != test || p.Transport != cfg.Transport {
-		msg := fmt.Sprintf("server runs %s over %s, client asked for %s over %s", test, cfg.Transport, p.Test, p.Transport)
-		_ = c.send(ctrlMsg{Type: "error", Err: msg})
-		return nil, nil, p, "", "", errors.New("setup: " + msg)
+		return hello, fmt.Errorf("setup: server runs %s over %s, client asked for %s over %s", test, cfg.Transport, p.Test, p.Transport)
 	}
-	ip, err := endpointIP(cfg.UDP.ServerIP, conn.LocalAddr())
+	udpAddr, err := netip.ParseAddrPort(hello.UDP)
 	if err != nil {
-		return nil, nil, p, "", "", err
+		return hello, fmt.Errorf("setup: bad UDP address %q", hello.UDP)
 	}
-	res, n, err := serve(cfg, c, hello, pickOpener(cfg, dh, ip), stop, hook)
-	local, remote := "", hello.UDP
-	if n != nil {
-		local = n.be.LocalAddr().String()
+	tcpPeer, err := netip.ParseAddrPort(conn.RemoteAddr().String())
+	if err != nil {
+		return hello, err
 	}
-	return res, n, p, local, remote, err
+	got, want := udpAddr.Addr().Unmap(), tcpPeer.Addr().Unmap()
+	if got != want {
+		if a, err := netip.ParseAddr(cfg.UDP.ClientIP); err != nil || a.Unmap() != got {
+			return hello, fmt.Errorf("setup: client's UDP address %v is not its TCP address %v", got, want)
+		}
+	}
+	return hello, nil
 }
 
 // perfClient connects to the server and runs the test.

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/metaroce/metaroce/verbs"
+	"io"
 	"net"
 	"slices"
 	"time"
 
 	"github.com/metaroce/metaroce/profile"
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // The setup exchange, perftest-style: the client connects over TCP
@@ -136,29 +137,62 @@ func (c chanCtrl) recv() (ctrlMsg, bool) {
 }
 func (c chanCtrl) gone() error { return nil }
 
+// maxCtrlLine bounds one setup message (a JSON line): the largest a genuine
+// end sends (a done with 23 results and 64 QPs' counts) is a few KiB, and
+// the channel comes from the network, so a longer line ends the channel
+// instead of growing the reader's buffer.
+const maxCtrlLine = 1 << 20
+
+// errCtrlLine: the peer sent a line longer than maxCtrlLine.
+var errCtrlLine = fmt.Errorf("setup message longer than %d bytes", maxCtrlLine)
+
 // tcpCtrl is the TCP channel: a goroutine decodes lines into a channel.
 type tcpCtrl struct {
 	conn net.Conn
 	enc  *json.Encoder
 	in   chan ctrlMsg
 	err  chan error
+	done chan struct{} // closed by close: the reader stops waiting to queue
 }
 
 func newTCPCtrl(c net.Conn) *tcpCtrl {
-	t := &tcpCtrl{conn: c, enc: json.NewEncoder(c), in: make(chan ctrlMsg, 16), err: make(chan error, 1)}
+	t := &tcpCtrl{conn: c, enc: json.NewEncoder(c), in: make(chan ctrlMsg, 16), err: make(chan error, 1),
+		done: make(chan struct{})}
 	go func() {
-		dec := json.NewDecoder(bufio.NewReader(c))
-		for {
+		sc := bufio.NewScanner(c)
+		sc.Buffer(make([]byte, 0, 4096), maxCtrlLine)
+		fail := func(err error) {
+			t.err <- err
+			close(t.in)
+		}
+		for sc.Scan() {
 			var m ctrlMsg
-			if err := dec.Decode(&m); err != nil {
-				t.err <- err
-				close(t.in)
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				fail(err)
 				return
 			}
-			t.in <- m
+			select {
+			case t.in <- m:
+			case <-t.done:
+				return
+			}
 		}
+		err := sc.Err()
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			err = errCtrlLine
+		case err == nil:
+			err = io.EOF
+		}
+		fail(err)
 	}()
 	return t
+}
+
+// close ends the channel and its reader.
+func (t *tcpCtrl) close() {
+	close(t.done)
+	_ = t.conn.Close()
 }
 
 func (t *tcpCtrl) send(m ctrlMsg) error {

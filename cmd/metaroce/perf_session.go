@@ -138,10 +138,17 @@ func newRunner(n *node, p perfParams, size int, remote regionInfo) runner {
 	return newBWRunner(n, p.Test, size, p.Iters, p.Duration, p.TxDepth, remote, n.slot, p.Verify)
 }
 
+// stopGrace is how long a stopped run (SIGINT, SIGTERM) waits for the
+// completions of what it had posted: they may never come (a peer that
+// froze, a path an attacker stalled), and a stopped program must exit.
+var stopGrace = 2 * time.Second
+
 // drive runs r to the end on n. stop (SIGINT) stops posting; what has
-// completed is the partial result.
+// completed is the partial result. After stop it waits at most stopGrace
+// for outstanding completions.
 func drive(n *node, r runner, stop func() bool, prog *progress, test string) (perfResult, error) {
 	interrupted := false
+	var giveUp time.Time
 	err := n.run(func(verbs.Time) (bool, error) {
 		if r.finished() {
 			return true, nil
@@ -149,6 +156,10 @@ func drive(n *node, r runner, stop func() bool, prog *progress, test string) (pe
 		if !interrupted && stop != nil && stop() {
 			r.stop()
 			interrupted = true
+			giveUp = time.Now().Add(stopGrace)
+		}
+		if interrupted && time.Now().After(giveUp) {
+			return true, nil
 		}
 		r.pump()
 		for _, wc := range n.poll() {
