@@ -287,6 +287,13 @@ func (g *eng) drain(c *cq) {
 			}
 			wrid := wc.WRID
 			if wc.Opcode == verbs.WCSend || wc.Opcode == verbs.WCWrite || wc.Opcode == verbs.WCRead {
+				if wc.Status == verbs.StatusLocalLengthError {
+					// The responder's receive was too short: the
+					// core reports the responder's status on both
+					// sides, a RoCE HCA's requester sees the
+					// responder's Invalid Request NAK.
+					st = C.IBV_WC_REM_INV_REQ_ERR
+				}
 				s := q.slots[wc.WRID%uint64(len(q.slots))]
 				q.outstanding--
 				if !s.signaled && wc.Status == verbs.StatusSuccess {
