@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metaroce/metaroce/test/internal/testenv"
 )
 
 // buildC compiles libverbs/ctest/name.c against <infiniband/verbs.h> and
@@ -80,6 +82,64 @@ func TestErrorPaths(t *testing.T) {
 				}
 			}
 			t.Logf("%s", out)
+		})
+	}
+}
+
+// TestRefusals: what the library does not offer (rdma_cm, UD, atomics,
+// SRQ) ends each unmodified program, server and client, with a message
+// and a non-zero exit, not a hang: both sides are bounded by 20 s, and
+// every side that got as far as the refused call names it.
+func TestRefusals(t *testing.T) {
+	dir := libDir(t)
+	const srq = `metaroce verbs: a shared receive queue \(SRQ\) is not supported`
+	const ud = `metaroce verbs: a UD QP \(RC only\) is not supported`
+	const atomic = `metaroce verbs: an atomic work request .* is not supported`
+	cases := []struct {
+		prog           string
+		args           []string
+		server, client []string // regexps each side's output must match
+	}{
+		{"ib_write_bw", []string{"-R"}, []string{`rdma_create_event_channel failed`}, []string{`rdma_create_event_channel failed`}},
+		{"ib_send_bw", []string{"-c", "UD"}, []string{ud}, []string{ud, `Unable to create QP`}},
+		{"ib_atomic_bw", nil, []string{`Failed to exchange data`}, []string{atomic, `Couldn't post send`}},
+		{"ibv_srq_pingpong", []string{"-g", "0"}, []string{srq, `Couldn't create SRQ`}, []string{srq, `Couldn't create SRQ`}},
+	}
+	for _, c := range cases {
+		t.Run(c.prog+strings.Join(c.args, ""), func(t *testing.T) {
+			path := testenv.Tool(t, c.prog, "Debian packages ibverbs-utils and perftest; run scripts/install-deps.sh")
+			port := freeTCPPort(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			srv := exec.CommandContext(ctx, path, append(append([]string{}, c.args...), "-p", port)...)
+			srv.Env = withLib(dir, "METAROCE_VERBS_IP=127.0.0.1")
+			var sout strings.Builder
+			srv.Stdout, srv.Stderr = &sout, &sout
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cli := exec.CommandContext(ctx, path, append(append([]string{}, c.args...), "-p", port, "127.0.0.1")...)
+			cli.Env = withLib(dir, "METAROCE_VERBS_IP=127.0.0.1")
+			cout, cerr := cli.CombinedOutput()
+			serr := srv.Wait()
+			if ctx.Err() != nil {
+				t.Fatalf("hung (killed after 20 s)\nclient:\n%s\nserver:\n%s", cout, sout.String())
+			}
+			for side, r := range map[string]struct {
+				err  error
+				out  string
+				want []string
+			}{"server": {serr, sout.String(), c.server}, "client": {cerr, string(cout), c.client}} {
+				if r.err == nil {
+					t.Errorf("%s exited 0:\n%s", side, r.out)
+				}
+				for _, w := range r.want {
+					if !regexp.MustCompile(w).MatchString(r.out) {
+						t.Errorf("%s printed no %q:\n%s", side, w, r.out)
+					}
+				}
+			}
 		})
 	}
 }
