@@ -136,6 +136,20 @@ static void req_kill(struct side *s, pid_t child, uint8_t timeout, uint8_t retry
 	       got ? ibv_wc_status_str(wc.status) : "none (timeout)", dt, timeout, retry, budget);
 }
 
+/* early: the responder exits after the exchange, before RTR; a WRITE
+ * posted on the requester's QP must still complete (with an error), not
+ * wait forever for a connection. */
+static void req_early(struct side *s)
+{
+	double t0 = now_ms();
+	CHECK(post_rdma(s->qp[0], IBV_WR_RDMA_WRITE, 12, s->buf, s->mr->lkey, 64, s->peer.addr, s->peer.rkey) == 0);
+	struct ibv_wc wc = {0};
+	int got = wait_wc(s, &wc, 15000);
+	CHECK(got && wc.wr_id == 12 && wc.status != IBV_WC_SUCCESS);
+	printf("case early: status %s after %.0f ms\n", got ? ibv_wc_status_str(wc.status) : "none (timeout)",
+	       now_ms() - t0);
+}
+
 /* destroy: QP 0 is destroyed with 64 WRITEs posted; the call returns, and
  * QP 1 to the same peer process then carries a WRITE and a SEND. */
 static void req_destroy(struct side *s)
@@ -243,7 +257,7 @@ static void resp_dereg(struct side *s)
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: errpaths rkey|oob|len|rnr0|rnr7|kill|destroy|dereg\n");
+		fprintf(stderr, "usage: errpaths rkey|oob|len|rnr0|rnr7|kill|early|destroy|dereg\n");
 		return 2;
 	}
 	const char *c = argv[1];
@@ -259,6 +273,8 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "kill"))
 		timeout = 12, retry = 3; /* 4.096 us x 2^12 x 4 = 67 ms */
 	int nqp = !strcmp(c, "rkey") || !strcmp(c, "oob") || !strcmp(c, "destroy") ? 2 : 1;
+	if (!strcmp(c, "early"))
+		pair_no_sync = 1;
 	pid_t child = fork();
 	if (child < 0) {
 		perror("fork");
@@ -268,6 +284,7 @@ int main(int argc, char **argv)
 	close(child ? sv[1] : sv[0]);
 	if (child == 0) {
 		role = "responder";
+		pair_die_after_exchange = !strcmp(c, "early");
 		setup(&s, nqp, 0xee, timeout, retry, rnr);
 		if (!strcmp(c, "rkey") || !strcmp(c, "oob"))
 			resp_unchanged(&s, c);
@@ -295,6 +312,8 @@ int main(int argc, char **argv)
 		req_rnr(&s, c[3] == '7');
 	else if (!strcmp(c, "kill"))
 		req_kill(&s, child, timeout, retry);
+	else if (!strcmp(c, "early"))
+		req_early(&s);
 	else if (!strcmp(c, "destroy"))
 		req_destroy(&s);
 	else if (!strcmp(c, "dereg"))
@@ -304,7 +323,7 @@ int main(int argc, char **argv)
 		kill(child, SIGKILL);
 		return 2;
 	}
-	if (strcmp(c, "kill")) {
+	if (strcmp(c, "kill") && strcmp(c, "early")) {
 		int counts[2];
 		get(s.sock, counts, sizeof counts);
 		passed += counts[0], failed += counts[1];

@@ -38,6 +38,10 @@ static const char *role = "requester";
 #endif
 #define MAXQP 2
 
+/* Set before setup: the side exits right after the exchange (never
+ * reaching RTR); setup ends without the final handshake. */
+static int pair_die_after_exchange, pair_no_sync;
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -125,6 +129,8 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 	ibv_query_gid(s->ctx, 1, 0, &me.gid);
 	put(s->sock, &me, sizeof me);
 	get(s->sock, &s->peer, sizeof s->peer);
+	if (pair_die_after_exchange)
+		_exit(0); /* a peer that dies before its RTR */
 	for (int i = 0; i < nqp; i++) {
 		struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = s->peer.qpn[i],
 					.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
@@ -142,7 +148,8 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 			exit(2);
 		}
 	}
-	sync_peer(s->sock);
+	if (!pair_no_sync)
+		sync_peer(s->sock);
 }
 
 /* wait_wc polls for one completion for up to ms; 0 if none came. */

@@ -45,6 +45,10 @@ func TestErrorPaths(t *testing.T) {
 		{"len", 5, []string{`responder status local length error`, `requester status remote invalid request error`}},
 		{"rnr7", 6, []string{`status success after \d+ ms`}},
 		{"kill", 4, []string{`status transport retry counter exceeded after (\d+) ms`}},
+		// The peer exits before its RTR: the posted WRITE fails after the
+		// connect budget (accepting side: RETRY_EXC_ERR; dialing side:
+		// the core's flush of the session that never came up).
+		{"early", 2, []string{`status (?:transport retry counter exceeded|Work Request Flushed Error) after (\d+) ms`}},
 		{"destroy", 10, []string{`the other QP completed 2/2`, `surviving QP received: success`}},
 		{"dereg", 6, []string{`(\d+) WRITEs succeeded before the dereg, (\d+) failed REM_ACCESS_ERR after`,
 			`canary after the dereg: intact`}},
