@@ -26,10 +26,10 @@ RACE_PKGS ?= ./engine/... ./cmd/metaroce/... ./sim/...
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: help deps build verbs verbs-golib test test-nodpdk test-dpdk test-race bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean
+.PHONY: help deps build verbs verbs-golib test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells hugepages fuzz lint demo demo-mem experiments clean
 
 help:
-	@echo "targets: deps build verbs test test-nodpdk test-dpdk test-race bench bench-dpdk hugepages fuzz lint demo demo-mem experiments clean"
+	@echo "targets: deps build verbs test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells hugepages fuzz lint demo demo-mem experiments clean"
 	@echo "  DPDK=0|1 builds without or with -tags dpdk (default: 1 when pkg-config finds libdpdk)"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make bench BENCH=PacketPath PKGS=./metaroce/   (metaroce per-packet cost: paths x streams x connections)"
@@ -101,6 +101,16 @@ hugepages:
 # against the raw memif packet rate in the same run (test/memifraw).
 bench-dpdk: deps hugepages
 	MR_HUGE=1 $(GO) test -tags dpdk -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) ./test/memifraw/
+
+# The four cells of issue 16 (64 B ping-pong, 64 B x32 message rate,
+# 32 KiB x8 and 1 MiB x2 goodput) for metaroce and rocev2 over memif and
+# af_packet/veth, two pinned processes, 3 runs, medians, one table
+# (scripts/dpdk-cells.sh --help). CELLS_ARGS adds options, e.g.
+# CELLS_ARGS="--other 'CMD {role} {size} {outstanding} ...' --other-name X".
+CELLS_ARGS ?=
+bench-cells: deps hugepages
+	$(GO) build -tags dpdk -o $(BIN) ./cmd/metaroce
+	./scripts/dpdk-cells.sh --bin $(BIN) $(CELLS_ARGS)
 
 fuzz:
 	GOFLAGS='$(strip $(GOFLAGS) $(if $(TAGS),-tags=dpdk))' ./scripts/fuzz-all.sh $(FUZZTIME) $(PKGS)

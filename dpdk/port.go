@@ -113,6 +113,9 @@ type DevInfo struct {
 	TxDescMax    int
 	SocketID     int
 	MaxLROPktLen int
+	// IfIndex is the kernel interface the port is bound to (af_packet,
+	// tap), 0 if none.
+	IfIndex int
 }
 
 // Info returns the port's capabilities (rte_eth_dev_info_get).
@@ -128,6 +131,7 @@ func (p PortID) Info() (DevInfo, error) {
 		MinMTU: int(di.min_mtu), MaxMTU: int(di.max_mtu), MaxRxPktLen: int(di.max_rx_pktlen),
 		RxDescMax: int(di.rx_desc_lim.nb_max), TxDescMax: int(di.tx_desc_lim.nb_max),
 		SocketID: int(C.rte_eth_dev_socket_id(C.uint16_t(p))),
+		IfIndex:  int(di.if_index),
 	}, nil
 }
 

@@ -26,7 +26,8 @@ type Stats struct {
 	// RxTruncated: datagrams longer than the transport's MaxPacketLen.
 	RxTruncated uint64
 	// RxKernelDrops: datagrams the kernel dropped for a full socket
-	// buffer, as last reported.
+	// buffer, as last reported (udp: SO_RXQ_OVFL), or frames it dropped
+	// for a full af_packet receive ring (dpdk: PACKET_STATISTICS).
 	RxKernelDrops uint64
 	// RxOtherDrops: arrivals dropped for any other reason (not IPv4, not
 	// addressed to us, a bad checksum).

@@ -196,6 +196,9 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 		c.limit.sample(now.Sub(b.TSEcho))
 		c.updateSpeed(p)
 	}
+	if acked > 0 {
+		c.checkSpurious(now, p, b.TSEcho)
+	}
 	if p.cc.onAck(&c.ep.cfg, now, acked, marked, c.pathSRTT(p)) {
 		c.checkReroll(p)
 	}

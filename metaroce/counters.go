@@ -21,6 +21,10 @@ type PathCounters struct {
 	DuplicatesReceived  uint64 // sequenced packets received twice
 	OutOfWindowReceived uint64 // sequenced packets too far ahead to track
 	StaleGeneration     uint64 // packets of an old path generation
+	// SpuriousTimeouts: tail-loss timeouts of this path proven spurious
+	// afterwards (an ACK echoed a transmission made before the timeout:
+	// the packets were late, not lost): what Conn.patience is for.
+	SpuriousTimeouts uint64
 }
 
 // ConnCounters count one connection's traffic and errors.
@@ -54,6 +58,7 @@ type ConnCounters struct {
 	StalePackets      uint64 // wrong incarnation or source connection
 	PathFailures      uint64
 	PathRerolls       uint64
+	SpuriousTimeouts  uint64 // tail-loss timeouts proven spurious (PathCounters.SpuriousTimeouts)
 	MessagesSent      uint64
 	MessagesReceived  uint64
 }

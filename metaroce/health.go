@@ -74,6 +74,17 @@ func (c *Conn) siblingsProgressed(p *txPath, since verbs.Time) bool {
 	return false
 }
 
+// othersBusy reports whether another healthy path of c has packets
+// outstanding.
+func (c *Conn) othersBusy(p *txPath) bool {
+	for i := range c.tx {
+		if q := &c.tx[i]; q != p && !q.failed && q.inUse > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // suddenLoss: a path whose loss average is below this was delivering
 // cleanly, so total silence on it is news (a failure, or the one tail
 // loss of a clean path) and its packets move at the first timeout. On a
@@ -136,6 +147,86 @@ func (c *Conn) pathRTO(p *txPath) time.Duration {
 	return d
 }
 
+// peakMemory is how long a path's peak RTT holds without a sample that
+// raises it before it is halved: long against the bursts of scheduling
+// delay that raise it (milliseconds apart), short against a run, so a
+// connection whose host or fabric got quieter detects failures quickly
+// again.
+const peakMemory = 4 * time.Second
+
+// checkSpurious runs for an ACK of p that retired packets and echoes
+// stamp echo. The RTT it shows feeds p's peak (raisePeak). And if p timed
+// out since its last progress and echo names a transmission made before
+// that timeout, the timeout was spurious (see txPath.toStamp): counted,
+// the measure of what patience saves.
+func (c *Conn) checkSpurious(now verbs.Time, p *txPath, echo verbs.Time) {
+	if echo == 0 || echo > now {
+		p.toStamp = 0
+		return
+	}
+	p.raisePeak(now, now.Sub(echo))
+	if p.toStamp == 0 {
+		return
+	}
+	if echo <= p.toStamp {
+		p.c.SpuriousTimeouts++
+		c.c.SpuriousTimeouts++
+	}
+	// Either way the question is settled: something sent after the
+	// timeout got through first (the timeout may have been right), or
+	// a packet from before it did.
+	p.toStamp = 0
+}
+
+// raisePeak folds an RTT sample into p's peak (the stamp echo makes a
+// resent packet's sample its own, so a late ACK is a sample, not an
+// ambiguity).
+func (p *txPath) raisePeak(now verbs.Time, rtt time.Duration) {
+	p.decayPeak(now)
+	if rtt > p.peak {
+		p.peak, p.peakAt = rtt, now
+	}
+}
+
+// decayPeak halves p's peak for each peakMemory since it last changed.
+func (p *txPath) decayPeak(now verbs.Time) {
+	for p.peak > 0 && now.Sub(p.peakAt) >= peakMemory {
+		p.peak /= 2
+		p.peakAt = p.peakAt.Add(peakMemory)
+	}
+}
+
+// patience is how long a path of c may stay silent before its packets
+// are moved (and twice that before it is judged failed by timeouts):
+// twice the median of the healthy paths' peak RTTs, within MaxRTO and an
+// eighth of PeerDeadTimeout (a path found failed after twice that leaves
+// the connection time to recover before the peer is judged dead). RTT
+// samples have a tail the smoothed estimate does not cover (a descheduled
+// peer or forwarding CPU, a host's timer slack, issue 13), and a move
+// inside that tail resends what was only late. The median, so that what
+// delays the whole connection (a stalled host) is waited out, while one
+// sick path (its ACKs lost on a broken route, arriving only now and then
+// and very late) cannot make every path wait for its delays.
+//
+// Patience does not delay the timer: a timeout still probes at once (a
+// NOP whose ACK exposes a tail loss through the echo), so real losses are
+// repaired as fast as before. It runs only at a timeout.
+func (c *Conn) patience(now verbs.Time) time.Duration {
+	var buf [MaxPaths]time.Duration
+	peaks := buf[:0]
+	for i := range c.tx {
+		if q := &c.tx[i]; !q.failed && q.hasRTT {
+			q.decayPeak(now)
+			peaks = append(peaks, q.peak)
+		}
+	}
+	if len(peaks) == 0 {
+		return 0
+	}
+	slices.Sort(peaks)
+	return min(2*peaks[len(peaks)/2], c.ep.cfg.MaxRTO, c.ep.cfg.PeerDeadTimeout/8)
+}
+
 // onPathTimeout handles a path whose packets went unacknowledged for an
 // RTO. A path whose ACKs stalled while its siblings' did not, with no sign
 // of congestion, has failed: its packets move elsewhere at once. Otherwise
@@ -154,15 +245,43 @@ func (c *Conn) onPathTimeout(now verbs.Time, p *txPath) {
 		}
 	}
 	p.timeouts++
+	if p.timeouts == 1 {
+		// The first timeout since progress: the one a late ACK can
+		// prove spurious (a later one only doubles the wait), and the
+		// start of the silence that moving and failing wait out.
+		p.toStamp = p.lastStamp
+		p.silentFrom = stalledSince
+	}
+	// A silence shorter than the connection's patience is within the
+	// delays its paths have lately shown: the probe below asks for an
+	// ACK (it finds a tail loss quickly), but nothing moves and nothing
+	// fails until the silence outlasts it.
+	silence, wait := now.Sub(p.silentFrom), c.patience(now)
+	long := silence >= wait
 	congested := c.congested(now, p)
 	suspect := false
 	if c.healthyPaths() > 1 {
-		stalled := !congested && c.siblingsProgressed(p, stalledSince)
-		if p.timeouts >= cfg.PathFailAfter {
+		progressed := c.siblingsProgressed(p, stalledSince)
+		stalled := !congested && progressed
+		// A path is not failed by timeouts while the whole connection
+		// is silent: when other paths have packets outstanding, none
+		// has been acknowledged since this one stalled and nothing at
+		// all came from the peer since it went silent, the silence is
+		// the peer's or this host's (a descheduled process, a stalled
+		// forwarding CPU), every path would be failed at once for it,
+		// and each would move what the peer is about to acknowledge
+		// (issue 13). The peer-dead timer ends a connection whose peer
+		// is gone. With nothing outstanding elsewhere (the connection's
+		// last packets), silence says nothing of the others; and a peer
+		// heard from (a keepalive) is alive while this path's packets
+		// vanish, even if every path with packets outstanding is on the
+		// same broken route: fail as before.
+		connSilent := !progressed && c.othersBusy(p) && c.lastRx <= p.silentFrom
+		if p.timeouts >= cfg.PathFailAfter && !connSilent && silence >= 2*wait {
 			c.failPath(now, p)
 			return
 		}
-		if (stalled && p.cc.loss < suddenLoss) || (c.starved() && c.slow(p)) || c.capBlocked(now) {
+		if long && ((stalled && p.cc.loss < suddenLoss) || (c.starved() && c.slow(p)) || c.capBlocked(now)) {
 			// ACKs stalled on this path alone, with no sign of
 			// congestion: what it holds is lost (a tail loss) or the path
 			// is dead. Either way those packets go out on healthy paths

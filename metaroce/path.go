@@ -67,7 +67,21 @@ type txPath struct {
 	lastProgress verbs.Time // last ACK that retired something, or last send into an idle path
 	lastAck      verbs.Time // last ACK that retired something
 	timeouts     int        // consecutive tail-loss timeouts without progress
-	failed       bool
+	// toStamp is the stamp of the newest transmission when the path last
+	// timed out (0: no timeout to judge). An ACK that retires packets and
+	// echoes a stamp at most toStamp proves that timeout spurious: a
+	// transmission made before it got through, and nothing sent after it
+	// has been seen yet (Conn.checkSpurious).
+	toStamp verbs.Time
+	// silentFrom: the last progress before the first timeout of the
+	// current silence (valid while timeouts > 0).
+	silentFrom verbs.Time
+	// peak is the path's longest RTT sample within the last peakMemory
+	// (halved for each peakMemory without a sample that raised it), and
+	// peakAt when it was last raised or halved (Conn.patience).
+	peak   time.Duration
+	peakAt verbs.Time
+	failed bool
 	// uncounted: the path's packets are not counted in the connection's
 	// in-flight cap (connLimit.inflight). True while it is failed, and
 	// from a timeout that moved its data elsewhere until an ACK shows it
@@ -203,6 +217,7 @@ func (p *txPath) restart() {
 	clear(p.slots)
 	p.delivered = 0
 	p.timeouts = 0
+	p.toStamp = 0 // an old generation's ACKs are not read
 }
 
 // rxPath is the receiver's view of one path.

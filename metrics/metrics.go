@@ -65,6 +65,9 @@ type Conn struct {
 	RNRRetries, Messages             uint64
 	MessagesReceived, CRCDrops       uint64
 	Timeouts, Retries                uint64
+	// SpuriousTimeouts: tail-loss timeouts a later ACK proved spurious
+	// (metaroce: the packets were late, not lost).
+	SpuriousTimeouts uint64
 	// RateHintBps is the rate the peer asks this side to send at (0: no
 	// hint, not paced); Inflight its sequenced packets not yet acknowledged.
 	RateHintBps float64
@@ -166,6 +169,7 @@ var (
 	cTimeouts = counter("metaroce_conn_timeouts_total", "Local ACK timeouts (rocev2).", "transport", "conn")
 	cRetries  = counter("metaroce_conn_retries_total", "Go-back-N episodes (rocev2).", "transport", "conn")
 	cMsgs     = counter("metaroce_conn_messages_sent_total", "Messages sent (metaroce).", "transport", "conn")
+	cSpurious = counter("metaroce_conn_spurious_timeouts_total", "Tail-loss timeouts a later ACK proved spurious (metaroce).", "transport", "conn")
 
 	pTx      = counter("metaroce_path_tx_packets_total", "Sequenced packets a path sent.", "transport", "conn", "path")
 	pTxBytes = counter("metaroce_path_tx_bytes_total", "Payload bytes a path sent.", "transport", "conn", "path")
@@ -183,7 +187,7 @@ var (
 )
 
 var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, eRxDrop, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
-	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
+	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
 	pWindow, pRestore, pReroll, cHint, cInfl}
 
 // Describe implements prometheus.Collector.
@@ -235,6 +239,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(cTimeouts, float64(k.Timeouts), t, k.ID)
 			emit(cRetries, float64(k.Retries), t, k.ID)
 			emit(cMsgs, float64(k.Messages), t, k.ID)
+			emit(cSpurious, float64(k.SpuriousTimeouts), t, k.ID)
 			for _, n := range k.RxDropped {
 				emit(cRxDrop, float64(n.N), t, k.ID, n.Reason)
 			}

@@ -22,9 +22,9 @@ func TestCollectorNamesAndValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 11 backend series, 2 endpoint drop reasons, 13 per connection and
+	// 11 backend series, 2 endpoint drop reasons, 14 per connection and
 	// its 3 reasons, 12 per path.
-	if n != 11+2+13+3+12 {
+	if n != 11+2+14+3+12 {
 		t.Fatalf("%d series", n)
 	}
 	want := `

@@ -139,7 +139,7 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
 			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
 			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
-			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
+			SpuriousTimeouts: c.SpuriousTimeouts, RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
 		// The path counters of every path the connection has (not only
 		// the first MaxPaths shown per path) add up to its totals.
 		var staleGen, outOfWindow, probes, moved uint64

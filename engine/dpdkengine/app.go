@@ -99,11 +99,19 @@ func (s *Shard) publish() {
 // most publishEvery old while the shard runs, exact once an app has ended
 // or the shard has parked or stopped). Safe from any goroutine; it never
 // waits for the shard.
+//
+// The first shard of an engine also reports the engine's af_packet ring
+// drops as RxKernelDrops (the kernel dropped them for a full receive
+// ring, as it drops datagrams for a full socket buffer under udp).
 func (s *Shard) Stats() engine.Stats {
 	s.pubMu.Lock()
 	c := s.pub
 	s.pubMu.Unlock()
-	return c.engineStats()
+	st := c.engineStats()
+	if s.index == 0 {
+		st.RxKernelDrops, _ = s.e.ring.read()
+	}
+	return st
 }
 
 // engineStats maps the counters onto engine.Stats: bytes are whole

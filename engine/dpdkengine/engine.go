@@ -26,6 +26,9 @@ type port struct {
 	bits   int              // prefix length of ip
 	gw     verbs.PeerHandle // neighbour handle of the gateway, or noGateway
 	queues int
+	// ifIndex: the kernel interface of an af_packet port (0 otherwise),
+	// whose packet sockets' ring drops the engine reads (afpacket.go).
+	ifIndex int
 
 	txIPOffload, txUDPOffload bool
 	rxIPOffload, rxUDPOffload bool
@@ -59,6 +62,7 @@ type Engine struct {
 	loops  []*lcore.Loop
 	neigh  *neighTable
 	closed bool
+	ring   ringDrops // af_packet receive-ring drops of the ports (afpacket.go)
 }
 
 var engineSeq atomic.Uint64
@@ -97,6 +101,9 @@ func Start(cfg Config, warn io.Writer) (*Engine, error) {
 		}
 		e.ports = append(e.ports, p)
 	}
+	if err := e.ring.find(e.ifIndexes(), "af_packet"); err != nil && warn != nil {
+		fmt.Fprintf(warn, "dpdk engine: af_packet ring drops will not be counted: %v\n", err)
+	}
 	return e, nil
 }
 
@@ -115,6 +122,9 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 	}
 	ip, bits, _ := parseCIDR(pc.IP)
 	p := &port{id: id, name: pc.Name, ip: ip, bits: bits, queues: pc.Queues, gw: noGateway}
+	if info.Driver == "net_af_packet" {
+		p.ifIndex = info.IfIndex
+	}
 	if pc.Gateway != "" {
 		gw, _ := parseIP(pc.Gateway)
 		// The gateway gets a handle in the neighbour table, so ARP

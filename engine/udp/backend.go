@@ -226,14 +226,29 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 		return false, net.ErrClosed
 	}
 	now := b.Now()
+	var got int
 	if b.t.NextDeadline() <= now {
-		b.t.OnTimer(now)
+		// Read what is already waiting before a timer fires: ACKs that
+		// arrived while this goroutine was busy or descheduled are not
+		// losses, and a timeout judged before reading them resends (or
+		// moves) packets the peer has (issue 13: the spurious resends of a
+		// loaded host).
+		n, err := b.drain()
+		if err != nil {
+			return false, err
+		}
+		got += n
+		now = b.Now()
+		if b.t.NextDeadline() <= now {
+			b.t.OnTimer(now)
+		}
 	}
 	sent, err := b.send(now)
 	if err != nil {
 		return sent > 0, err
 	}
-	got, err := b.recv(false)
+	n, err := b.recv(false)
+	got += n
 	if err != nil || sent > 0 || got > 0 || wait <= 0 {
 		return sent > 0 || got > 0, err
 	}
@@ -257,6 +272,24 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 		err = cerr
 	}
 	return got > 0, err
+}
+
+// drainBatches bounds drain: a peer sending faster than we read cannot
+// hold a due timer back for ever.
+const drainBatches = 16
+
+// drain receives without waiting until the socket is empty or
+// drainBatches batches were read, and returns the packets read.
+func (b *Backend) drain() (int, error) {
+	total := 0
+	for i := 0; i < drainBatches; i++ {
+		n, err := b.recv(false)
+		total += n
+		if err != nil || n < b.cfg.Burst {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // recv reads one batch and hands it to the transport. With block it

@@ -165,6 +165,37 @@ func TestFabricScript(t *testing.T) {
 	require.NotZero(t, marks, "nftables marked nothing CE (metaroce sends ECT(0))")
 	require.Regexp(t, `tbf .* rate 1Gbit`, tbf)
 	require.NotRegexp(t, `Sent 0 bytes`, tbf, "tbf on r1 passed nothing")
+
+	// --verify over the fabric (every byte of every message checked where
+	// it lands, exit 0): at 1% loss on every spine, and with r2's link to
+	// leafA taken down mid-run.
+	f.script("up", "--spines", strconv.Itoa(spines), "--loss", "1")
+	out := f.perf(bin, iters, "--verify")
+	drops = 0
+	for i := 1; i <= spines; i++ {
+		drops += counter(t, f.ip("netns", "exec", fmt.Sprintf("%sr%d", f.prefix, i), "nft", "list", "table", "ip", "mrfabric"), "loss")
+	}
+	require.NotZero(t, drops, "--verify at 1%% loss: nftables dropped nothing")
+	require.NotContains(t, out, "verify:", "a wrong byte at 1%% loss")
+	t.Logf("--verify at 1%% loss: exit 0 after nftables dropped %d packets", drops)
+	f.script("up", "--spines", strconv.Itoa(spines))
+	down := make(chan struct{})
+	go func() {
+		defer close(down)
+		time.Sleep(150 * time.Millisecond)
+		_ = exec.Command("ip", "-n", f.prefix+"r2", "link", "set", "ra0", "down").Run()
+	}()
+	before = f.spineRx()
+	out = f.perf(bin, 3000, "--verify")
+	<-down
+	after = f.spineRx()
+	routes := f.ip("-n", f.prefix+"leafA", "route", "show", "10.2.0.0/24")
+	require.Contains(t, routes, "linkdown", "r2's nexthop is down: %s", routes)
+	require.NotContains(t, out, "verify:", "a wrong byte with a spine down")
+	for i := range per {
+		per[i] = after[i] - before[i]
+	}
+	t.Logf("--verify with r2 down mid-run: exit 0; packets from leafA per spine %v", per)
 }
 
 var counterRE = regexp.MustCompile(`counter packets (\d+) bytes \d+ .*comment "(\w+)"`)
@@ -185,7 +216,7 @@ func counter(t *testing.T, table, name string) uint64 {
 
 // perf runs metaroce perf write_bw, server and client in the hosts
 // namespace with the profile, iters messages of 64 KiB, bounded in time.
-func (f fab) perf(bin string, iters int) {
+func (f fab) perf(bin string, iters int, extra ...string) string {
 	t := f.t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -198,8 +229,9 @@ func (f fab) perf(bin string, iters int) {
 	require.NoError(t, srv.Start())
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Wait() }()
-	cli := exec.CommandContext(ctx, "ip", "netns", "exec", hosts, bin, "perf", "write_bw", "--profile", profile,
-		"10.2.0.2", "-n", strconv.Itoa(iters), "--progress", "never")
+	args := append([]string{"netns", "exec", hosts, bin, "perf", "write_bw", "--profile", profile,
+		"10.2.0.2", "-n", strconv.Itoa(iters), "--progress", "never"}, extra...)
+	cli := exec.CommandContext(ctx, "ip", args...)
 	out, err := cli.CombinedOutput()
 	if err != nil {
 		cancel()
@@ -211,4 +243,5 @@ func (f fab) perf(bin string, iters int) {
 	require.Regexp(t, `(?m)^ 65536\s+`+strconv.Itoa(iters)+`\s+[0-9.]+\s+[0-9.]+`, string(out), "a result row")
 	require.Contains(t, string(out), "local address: 10.1.0.2:4794")
 	require.Contains(t, string(out), "remote address: 10.2.0.2:4794")
+	return string(out)
 }

@@ -119,9 +119,13 @@ func tapChild(t *testing.T) {
 		hosts[i].sh, err = hosts[i].eng.Run(ep)
 		require.NoError(t, err)
 	}
-	f := &fabric{t: t, h: hosts}
+	var ends [2]end
+	for i := range hosts {
+		ends[i] = end{ep: hosts[i].ep, do: hosts[i].sh.Do, stats: hosts[i].sh.Stats, peer: 1}
+	}
+	f := &fabric{t: t, name: "tap", h: ends, alloc: func(n int) []byte { return region(t, n) }}
 	f.connect()
-	f.transfer(1, 2<<20, 256<<10, 512<<10)
+	f.transfer(1, load{2 << 20, 256 << 10, 512 << 10}, nil)
 	for i := range hosts {
 		c, err := hosts[i].sh.Counters()
 		require.NoError(t, err)

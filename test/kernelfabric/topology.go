@@ -14,6 +14,7 @@ package kernelfabric
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -190,36 +191,92 @@ func (t Topology) SpineRx() ([Spines]uint64, error) {
 	return out, nil
 }
 
-// AddLoss makes leafA drop a fraction permil/1000 of what it forwards, in
-// both directions, with nftables (numgen random mod 1000 < permil).
-func (t Topology) AddLoss(permil int) error {
-	_, err := t.InNS("leafA", "nft", fmt.Sprintf(
-		"add table ip mrloss; add chain ip mrloss lossy { type filter hook forward priority 0; policy accept; }; add rule ip mrloss lossy numgen random mod 1000 < %d counter drop",
-		permil))
-	return err
+// AddSpineLoss makes every spine drop a fraction permil/1000 of what it
+// forwards, in both directions, with nftables (numgen random mod 1000 <
+// permil), counting each direction apart: "ab" from host A's /24 (A's
+// data, B's acknowledgements of READ responses), "ba" from host B's.
+func (t Topology) AddSpineLoss(permil int) error {
+	for i := 1; i <= Spines; i++ {
+		if _, err := t.InNS(fmt.Sprintf("r%d", i), "nft", fmt.Sprintf(
+			"add table ip mrloss; add chain ip mrloss lossy { type filter hook forward priority 0; policy accept; }; "+
+				"add rule ip mrloss lossy ip saddr 10.1.0.0/24 numgen random mod 1000 < %d counter drop comment \"ab\"; "+
+				"add rule ip mrloss lossy ip saddr 10.2.0.0/24 numgen random mod 1000 < %d counter drop comment \"ba\"",
+			permil, permil)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// LossDrops reads the nftables drop counter.
-func (t Topology) LossDrops() (uint64, error) {
-	out, err := t.InNS("leafA", "nft", "list", "table", "ip", "mrloss")
-	if err != nil {
-		return 0, err
+// Drops is what nftables dropped on one spine, by direction.
+type Drops struct{ AB, BA uint64 }
+
+var dropRE = regexp.MustCompile(`counter packets (\d+) bytes \d+ drop comment "(ab|ba)"`)
+
+// SpineDrops reads every spine's nftables drop counters (zero for a spine
+// without the loss table).
+func (t Topology) SpineDrops() ([Spines]Drops, error) {
+	var out [Spines]Drops
+	for i := 1; i <= Spines; i++ {
+		s, err := t.InNS(fmt.Sprintf("r%d", i), "nft", "list", "table", "ip", "mrloss")
+		if err != nil {
+			if strings.Contains(s, "No such file") {
+				continue
+			}
+			return out, err
+		}
+		for _, m := range dropRE.FindAllStringSubmatch(s, -1) {
+			v, err := strconv.ParseUint(m[1], 10, 64)
+			if err != nil {
+				return out, err
+			}
+			if m[2] == "ab" {
+				out[i-1].AB = v
+			} else {
+				out[i-1].BA = v
+			}
+		}
 	}
-	i := strings.Index(out, "counter packets")
-	if i < 0 {
-		return 0, fmt.Errorf("no counter in %q", out)
-	}
-	f := strings.Fields(out[i+len("counter packets"):])
-	if len(f) == 0 {
-		return 0, fmt.Errorf("no counter in %q", out)
-	}
-	return strconv.ParseUint(f[0], 10, 64)
+	return out, nil
 }
 
-// RemoveLoss deletes the loss table.
-func (t Topology) RemoveLoss() error {
-	_, err := t.InNS("leafA", "nft", "delete", "table", "ip", "mrloss")
-	return err
+// RemoveSpineLoss deletes every spine's loss table.
+func (t Topology) RemoveSpineLoss() error {
+	for i := 1; i <= Spines; i++ {
+		if _, err := t.InNS(fmt.Sprintf("r%d", i), "nft", "delete", "table", "ip", "mrloss"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KernelHosts gives hA0 and hB0 their addresses for the kernel's own
+// stack (the UDP backend), with scripts/netns-fabric.sh's policy routing:
+// what A sends to B leaves by hA0 (and the reverse by hB0) instead of being
+// delivered locally, so one process holds both ends and every packet
+// crosses the fabric.
+func (t Topology) KernelHosts() error {
+	h := t.NS("hosts")
+	cmds := [][]string{
+		{"ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
+			"net.ipv4.conf." + HostAIf + ".accept_local=1", "net.ipv4.conf." + HostBIf + ".accept_local=1",
+			"net.ipv4.conf." + HostAIf + ".rp_filter=0", "net.ipv4.conf." + HostBIf + ".rp_filter=0"},
+		{"ip", "-n", h, "link", "set", "lo", "up"},
+		{"ip", "-n", h, "addr", "add", HostAIP + "/24", "dev", HostAIf},
+		{"ip", "-n", h, "addr", "add", HostBIP + "/24", "dev", HostBIf},
+		{"ip", "-n", h, "route", "add", "default", "via", HostAGW, "dev", HostAIf, "table", "101"},
+		{"ip", "-n", h, "route", "add", "default", "via", HostBGW, "dev", HostBIf, "table", "102"},
+		{"ip", "-n", h, "rule", "add", "pref", "10", "iif", "lo", "from", HostAIP, "to", "10.2.0.0/24", "lookup", "101"},
+		{"ip", "-n", h, "rule", "add", "pref", "11", "iif", "lo", "from", HostBIP, "to", "10.1.0.0/24", "lookup", "102"},
+		{"ip", "-n", h, "rule", "add", "pref", "100", "lookup", "local"},
+		{"ip", "-n", h, "rule", "del", "pref", "0"},
+	}
+	for _, c := range cmds {
+		if _, err := Run(c[0], c[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SpineLinkDown takes spine i's link towards leafA down (leafA then
@@ -227,5 +284,11 @@ func (t Topology) RemoveLoss() error {
 // transport moves it).
 func (t Topology) SpineLinkDown(i int) error {
 	_, err := Run("ip", "-n", t.NS(fmt.Sprintf("r%d", i)), "link", "set", SpineRxA, "down")
+	return err
+}
+
+// SpineLinkUp brings spine i's link towards leafA back.
+func (t Topology) SpineLinkUp(i int) error {
+	_, err := Run("ip", "-n", t.NS(fmt.Sprintf("r%d", i)), "link", "set", SpineRxA, "up")
 	return err
 }

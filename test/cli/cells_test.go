@@ -1,0 +1,144 @@
+//go:build dpdk
+
+package cli
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/test/internal/binary"
+	"github.com/metaroce/metaroce/test/internal/testenv"
+)
+
+// The cell harness (scripts/dpdk-cells.sh, make bench-cells) in its tiny
+// mode: one 1 s run of each of the four cells over a memif pair, metaroce
+// by the harness's own column and the RoCEv2 baseline through --other (the
+// harness's adapter as the other command), so both the built-in path and
+// the --other contract run. The test reads the one table the harness
+// prints: every cell must hold a number or an explicit FAIL with its
+// reason listed; the figures themselves are benchmarks, not checked here.
+
+var (
+	// A measured cell: a number with its unit, and "(k/n FAIL [i])" when
+	// some of its runs failed.
+	cellNum  = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?)( K| M| Gb/s)?( \([0-9]+/[0-9]+ FAIL \[([0-9]+)\]\))?$`)
+	cellRTT  = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?) / ([0-9]+(\.[0-9]+)?) us( \([0-9]+/[0-9]+ FAIL \[([0-9]+)\]\))?$`)
+	cellFail = regexp.MustCompile(`^FAIL \[([0-9]+)\]$`)
+)
+
+func TestDPDKCellsHarnessTiny(t *testing.T) {
+	bin := binary.Build(t)
+	for _, tool := range []string{"taskset", "timeout", "setsid"} {
+		testenv.Tool(t, tool, "Debian package util-linux / coreutils")
+	}
+	script, err := filepath.Abs("../../scripts/dpdk-cells.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := script + " --adapter rocev2 {role} {size} {outstanding} {duration} {backend} {core} {sock} {iface} {ip} {peer_ip} {port} {prefix} " + bin + " off"
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "--tiny", "--huge", "off", "--bin", bin, "--transports", "metaroce",
+		"--other", other, "--other-name", "rocev2")
+	// On the deadline: SIGTERM, so the harness removes what it started.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start), out, stderr.String())
+	}
+	table := string(out)
+	t.Logf("harness took %v:\n%s", time.Since(start).Round(time.Second), table)
+
+	var header []string
+	var rows [][]string
+	notes := map[string]bool{}
+	for _, l := range strings.Split(table, "\n") {
+		switch {
+		case strings.HasPrefix(l, "| cell |"):
+			header = cells(l)
+		case strings.HasPrefix(l, "| ") && header != nil:
+			rows = append(rows, cells(l))
+		case strings.HasPrefix(l, "["):
+			if i := strings.Index(l, "]"); i > 0 {
+				notes[l[1:i]] = true
+			}
+		}
+	}
+	wantHeader := []string{"cell", "metaroce memif", "rocev2 memif", "metaroce/rocev2 memif"}
+	if strings.Join(header, "|") != strings.Join(wantHeader, "|") {
+		t.Fatalf("header %q, want %q", header, wantHeader)
+	}
+	wantRows := []string{"64 B ping-pong, round trips/s", "64 B ping-pong RTT p50 / p99.9",
+		"64 B, 32 outstanding, messages/s", "32 KiB, 8 outstanding", "1 MiB, 2 outstanding"}
+	if len(rows) != len(wantRows) {
+		t.Fatalf("%d rows, want %d", len(rows), len(wantRows))
+	}
+	checked, failed := 0, 0
+	for i, r := range rows {
+		if len(r) != len(header) || r[0] != wantRows[i] {
+			t.Fatalf("row %d: %q", i, r)
+		}
+		for j, c := range r[1:3] {
+			re := cellNum
+			if i == 1 {
+				re = cellRTT
+			}
+			var ref string
+			if m := cellFail.FindStringSubmatch(c); m != nil {
+				ref = m[1]
+				failed++
+			} else if m := re.FindStringSubmatch(c); m != nil {
+				if v, _ := strconv.ParseFloat(m[1], 64); !(v > 0) {
+					t.Errorf("%s, %s: %q is not a positive figure", r[0], header[j+1], c)
+				}
+				ref = m[len(m)-1]
+			} else {
+				t.Errorf("%s, %s: %q is neither a figure nor FAIL [n]", r[0], header[j+1], c)
+				continue
+			}
+			if ref != "" && !notes[ref] {
+				t.Errorf("%s, %s: %q refers to note [%s], which the table lacks", r[0], header[j+1], c, ref)
+			}
+			checked++
+		}
+		// The ratio: a number, or "-" when either side failed every run.
+		if _, err := strconv.ParseFloat(r[3], 64); err != nil && r[3] != "-" {
+			t.Errorf("%s: ratio %q", r[0], r[3])
+		}
+	}
+	if checked != 2*len(wantRows) {
+		t.Fatalf("checked %d cells, want %d", checked, 2*len(wantRows))
+	}
+	if failed > 0 {
+		t.Logf("%d cell(s) failed in every run (reported as such)", failed)
+	}
+	// The harness leaves no EAL runtime directory of its own behind.
+	if m, _ := filepath.Glob("/var/run/dpdk/mrcells*"); len(m) > 0 {
+		for _, d := range m {
+			if fi, err := os.Stat(d); err == nil && fi.ModTime().After(start) {
+				t.Errorf("left behind: %s", d)
+			}
+		}
+	}
+}
+
+// cells splits a Markdown table row into its trimmed cells.
+func cells(line string) []string {
+	parts := strings.Split(strings.Trim(line, "|"), "|")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
