@@ -101,6 +101,9 @@ type qp struct {
 	sqDepth     int
 	destroyed   bool
 	failed      error
+	// waitUntil: while the QP waits for its peer's connection (accepting
+	// side), when its work fails instead (failUnconnected); 0 otherwise.
+	waitUntil verbs.Time
 }
 
 var (
@@ -197,6 +200,8 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 	for _, q := range g.qps {
 		if q.core != nil {
 			g.flush(now, q)
+		} else if q.failed != nil || q.waitUntil != 0 && now >= q.waitUntil {
+			g.failUnconnected(q)
 		}
 	}
 	for _, c := range g.cqs {
@@ -213,7 +218,7 @@ func (g *eng) attach(now verbs.Time, q *qp, s verbs.Session) {
 		fmt.Fprintf(os.Stderr, "metaroce verbs: QP %#x: stream %d on %v: %v\n", q.qpn, q.stream, q.peer, err)
 		return
 	}
-	q.core = core
+	q.core, q.waitUntil = core, 0
 	g.byCore[core.QPN()] = q
 	g.flush(now, q)
 }
@@ -241,13 +246,7 @@ func (g *eng) flush(now verbs.Time, q *qp) {
 		q.seq++
 		if err != nil {
 			q.outstanding--
-			wop := uint32(C.IBV_WC_SEND)
-			if op == verbs.WRWrite || op == verbs.WRWriteImm {
-				wop = C.IBV_WC_RDMA_WRITE
-			} else if op == verbs.WRRead {
-				wop = C.IBV_WC_RDMA_READ
-			}
-			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_LOC_PROT_ERR, wop, q.qpn)
+			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_LOC_PROT_ERR, sendWCOp(op), q.qpn)
 		}
 	}
 	q.pendSend = q.pendSend[:0]
@@ -287,6 +286,13 @@ func (g *eng) drain(c *cq) {
 			}
 			wrid := wc.WRID
 			if wc.Opcode == verbs.WCSend || wc.Opcode == verbs.WCWrite || wc.Opcode == verbs.WCRead {
+				if wc.Status == verbs.StatusLocalLengthError {
+					// The responder's receive was too short: the
+					// core reports the responder's status on both
+					// sides, a RoCE HCA's requester sees the
+					// responder's Invalid Request NAK.
+					st = C.IBV_WC_REM_INV_REQ_ERR
+				}
 				s := q.slots[wc.WRID%uint64(len(q.slots))]
 				q.outstanding--
 				if !s.signaled && wc.Status == verbs.StatusSuccess {
@@ -358,5 +364,58 @@ func (g *eng) connect(now verbs.Time, q *qp, ip netip.Addr, dest uint32) error {
 		return nil
 	}
 	g.waiting[h] = append(g.waiting[h], q)
+	q.waitUntil = now.Add(acceptWait(g.ep.cfg))
 	return nil
+}
+
+// failUnconnected ends the work of a QP that will never have a core QP:
+// its peer never connected (it died before its RTR, or gave up), or the
+// core refused the QP. As an HCA whose requester got no answer, the
+// first send completes with IBV_WC_RETRY_EXC_ERR, the rest and every
+// receive are flushed, and so is whatever is posted afterwards.
+func (g *eng) failUnconnected(q *qp) {
+	if q.failed == nil {
+		q.failed = fmt.Errorf("metaroce verbs: QP %#x: %v never connected", q.qpn, q.peer)
+		fmt.Fprintln(os.Stderr, q.failed)
+		g.dropWaiting(q)
+		if len(q.pendSend) > 0 {
+			s := q.pendSend[0]
+			q.pendSend = q.pendSend[1:]
+			q.outstanding--
+			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_RETRY_EXC_ERR, sendWCOp(opcodes[s.opcode]), q.qpn)
+		}
+	}
+	for _, s := range q.pendSend {
+		q.outstanding--
+		g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_WR_FLUSH_ERR, sendWCOp(opcodes[s.opcode]), q.qpn)
+	}
+	q.pendSend = q.pendSend[:0]
+	for _, r := range q.pendRecv {
+		g.fail(q.rcq, uint64(r.wr_id), C.IBV_WC_WR_FLUSH_ERR, C.IBV_WC_RECV, q.qpn)
+	}
+	q.pendRecv = q.pendRecv[:0]
+}
+
+// dropWaiting removes q from the QPs waiting for a connection.
+func (g *eng) dropWaiting(q *qp) {
+	q.waitUntil = 0
+	for p, w := range g.waiting {
+		for i, x := range w {
+			if x == q {
+				g.waiting[p] = append(w[:i], w[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// sendWCOp is the completion opcode of a send-queue work request.
+func sendWCOp(op verbs.WROpcode) uint32 {
+	switch op {
+	case verbs.WRWrite, verbs.WRWriteImm:
+		return C.IBV_WC_RDMA_WRITE
+	case verbs.WRRead:
+		return C.IBV_WC_RDMA_READ
+	}
+	return C.IBV_WC_SEND
 }

@@ -255,14 +255,7 @@ func MetaroceVerbsDestroyQP(h C.uint32_t) C.int {
 		if q.core != nil {
 			delete(g.byCore, q.core.QPN())
 		}
-		for p, w := range g.waiting {
-			for i, x := range w {
-				if x == q {
-					g.waiting[p] = append(w[:i], w[i+1:]...)
-					break
-				}
-			}
-		}
+		g.dropWaiting(q)
 		q.scq.users--
 		q.rcq.users--
 		g.qpIdx[q.idx] = false

@@ -29,8 +29,7 @@ var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backe
 		// Verbs peers reach RTR seconds apart (each after its own
 		// out-of-band exchange), and a loaded machine delays answers:
 		// the CLI's lock-step defaults are too tight here.
-		mc.ConnectRetry = max(mc.ConnectRetry, 10*time.Millisecond)
-		mc.ConnectRetries = max(mc.ConnectRetries, 1000)
+		verbsConnect(&mc)
 		mc.PeerDeadTimeout = max(mc.PeerDeadTimeout, 2*time.Second)
 		mc.RNRRetries = max(mc.RNRRetries, 1000)
 		ep, err := mr.NewEndpoint(mc)
@@ -39,4 +38,21 @@ var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backe
 		}
 		return ep.Device(), nil
 	},
+}
+
+// verbsConnect raises a CONNECT budget to what verbs peers need: they
+// reach RTR seconds apart, each after its own out-of-band exchange.
+func verbsConnect(mc *mr.Config) {
+	mc.ConnectRetry = max(mc.ConnectRetry, 10*time.Millisecond)
+	mc.ConnectRetries = max(mc.ConnectRetries, 1000)
+}
+
+// acceptWait is how long a QP on the accepting side (the higher address)
+// waits at RTR for its peer's connection before its work fails: the
+// dialer's whole CONNECT budget, and a second for the last attempt to
+// arrive. A dialer that has not connected by then has given up itself.
+func acceptWait(cfg profile.Config) time.Duration {
+	mc := cfg.Metaroce.Core()
+	verbsConnect(&mc)
+	return mc.ConnectRetry*time.Duration(mc.ConnectRetries) + time.Second
 }

@@ -19,6 +19,7 @@
 #define MRV_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
@@ -171,6 +172,18 @@ int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_re
 /* mrv_open_transport starts the transport (transport.c): fills ep, or
  * returns an errno value after printing why on stderr. */
 int mrv_open_transport(struct mrv_endpoint *ep);
+
+/* mrv_refuse says once per process, on stderr, that a program asked for
+ * what the library does not offer (what: "SRQ", ...), so that the
+ * program's own "couldn't create" message has its reason beside it. The
+ * flag is the caller's (one per reason); the call is not on a hot path
+ * (refusals end the program). */
+static inline void mrv_refuse(int *said, const char *what)
+{
+	if (__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
+		return;
+	fprintf(stderr, "metaroce verbs: %s is not supported (docs/verbs.md)\n", what);
+}
 
 /* mrv_set_errno sets errno to e and returns NULL: the pointer-returning
  * calls' way of failing. */

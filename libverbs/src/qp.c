@@ -31,8 +31,16 @@ MRV_EXPORT struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 {
 	if (!pd || !a || !a->send_cq || !a->recv_cq)
 		return mrv_fail_ptr(EINVAL);
-	if (a->qp_type != IBV_QPT_RC || a->srq)
+	if (a->qp_type != IBV_QPT_RC || a->srq) {
+		static int said_type, said_srq;
+		if (a->qp_type != IBV_QPT_RC)
+			mrv_refuse(&said_type, a->qp_type == IBV_QPT_UD ? "a UD QP (RC only)"
+					       : a->qp_type == IBV_QPT_UC ? "a UC QP (RC only)"
+									  : "this QP type (RC only)");
+		else
+			mrv_refuse(&said_srq, "a QP on a shared receive queue (SRQ)");
 		return mrv_fail_ptr(EOPNOTSUPP); /* RC only, no SRQ */
+	}
 	struct ibv_qp_cap cap = a->cap;
 	if (cap.max_send_wr > MRV_MAX_QP_WR || cap.max_recv_wr > MRV_MAX_QP_WR ||
 	    cap.max_send_sge > MRV_MAX_SGE || cap.max_recv_sge > MRV_MAX_SGE ||
@@ -233,7 +241,13 @@ static int send_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_SEND: *out = MRG_OP_SEND; return 0;
 	case IBV_WR_SEND_WITH_IMM: *out = MRG_OP_SEND_IMM; return 0;
 	case IBV_WR_RDMA_READ: *out = MRG_OP_READ; return 0;
-	default: return EINVAL; /* atomics, invalidate, bind, TSO: not offered */
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
+		static int said;
+		mrv_refuse(&said, "an atomic work request (max_atomic_cap is IBV_ATOMIC_NONE)");
+		return EINVAL;
+	}
+	default: return EINVAL; /* invalidate, bind, TSO: not offered */
 	}
 }
 

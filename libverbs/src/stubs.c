@@ -16,6 +16,8 @@
 MRV_EXPORT struct ibv_srq *mrv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 {
 	(void)pd, (void)a;
+	static int said;
+	mrv_refuse(&said, "a shared receive queue (SRQ)");
 	return mrv_fail_ptr(NOTSUP);
 }
 MRV_EXPORT int mrv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int mask)

@@ -31,13 +31,19 @@ func freeTCPPort(t *testing.T) string {
 // in time; it returns both outputs, failing t unless both exit 0.
 func pair(t *testing.T, prog, serverIP, clientIP string, args ...string) (server, client string) {
 	t.Helper()
+	return pairEnv(t, nil, prog, serverIP, clientIP, args...)
+}
+
+// pairEnv is pair with env added to both processes' environments.
+func pairEnv(t *testing.T, env []string, prog, serverIP, clientIP string, args ...string) (server, client string) {
+	t.Helper()
 	dir := libDir(t)
 	path := testenv.Tool(t, prog, "Debian packages ibverbs-utils and perftest; run scripts/install-deps.sh")
 	port := freeTCPPort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv := exec.CommandContext(ctx, path, append(append([]string{}, args...), "-p", port)...)
-	srv.Env = withLib(dir, "METAROCE_VERBS_IP="+serverIP)
+	srv.Env = withLib(dir, append([]string{"METAROCE_VERBS_IP=" + serverIP}, env...)...)
 	var sout strings.Builder
 	srv.Stdout, srv.Stderr = &sout, &sout
 	if err := srv.Start(); err != nil {
@@ -47,7 +53,7 @@ func pair(t *testing.T, prog, serverIP, clientIP string, args ...string) (server
 	// a head start to listen.
 	time.Sleep(300 * time.Millisecond)
 	cli := exec.CommandContext(ctx, path, append(append([]string{}, args...), "-p", port, serverIP)...)
-	cli.Env = withLib(dir, "METAROCE_VERBS_IP="+clientIP)
+	cli.Env = withLib(dir, append([]string{"METAROCE_VERBS_IP=" + clientIP}, env...)...)
 	cout, cerr := cli.CombinedOutput()
 	serr := srv.Wait()
 	if cerr != nil || serr != nil {
