@@ -136,3 +136,27 @@ func TestQPRNRBudget(t *testing.T) {
 		require.Zero(t, f.ca.Counters().QPAckTimeouts)
 	})
 }
+
+// The no-ACK clock adds stores to the packet path, not allocations: with
+// every QP holding verbs.QPTimers, the steady state still allocates nothing.
+func TestPacketPathAllocsWithQPTimers(t *testing.T) {
+	defer mr.SetAggregateChecks(mr.SetAggregateChecks(false))
+	for _, sh := range []packetPathShape{{8, 1, 1, ppMTU}, {64, 1024, 1, ppMTU}} {
+		t.Run(sh.String(), func(t *testing.T) {
+			pp := newPacketPath(t, sh)
+			for _, q := range pp.qps {
+				q.SetTimers(pp.now, verbs.QPTimers{Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12})
+			}
+			pp.run(4 * ppDepth)
+			before := pp.data
+			allocs := testing.AllocsPerRun(20, func() { pp.run(64) })
+			if pp.data-before < 20*64 {
+				t.Fatalf("only %d data packets in the measured runs", pp.data-before)
+			}
+			pp.check()
+			if allocs != 0 {
+				t.Fatalf("%v allocations per 64 data packets, want 0", allocs)
+			}
+		})
+	}
+}
