@@ -625,6 +625,7 @@ func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict
 	if m.MsgLen != msg.length {
 		return dropped
 	}
+	q.progressed(c.lastRx) // a READ response acknowledges the READ
 	if m.Imm != 0 {
 		// The responder ends the READ (see MsgHeader: its source was
 		// deregistered while it served it).

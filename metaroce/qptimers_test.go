@@ -75,6 +75,14 @@ func TestQPNoAckLimitRestartsOnAcks(t *testing.T) {
 		end := f.p.Now + verbs.Time(3*timers.NoAckLimit())
 		require.NoError(t, f.p.RunUntil(func() bool { return f.p.Now >= end }, end+1e9))
 	}
+	// A READ's responses are its acknowledgement: a 1 MiB READ (8 ms at
+	// 1 Gb/s) does not fail for want of ACKs either.
+	remote, _ := region(t, f.pb, 1<<20, verbs.AccessLocalWrite|verbs.AccessRemoteRead)
+	local, _ := region(t, f.pa, 1<<20, verbs.AccessLocalWrite)
+	start := f.p.Now
+	f.post(t, verbs.SendWR{ID: 99, Opcode: verbs.WRRead, Local: local.SGE(0, 1<<20), RemoteAddr: remote.Addr(), RKey: remote.RKey()})
+	require.Equal(t, verbs.StatusSuccess, f.wait(t, f.cqa).Status)
+	require.Greater(t, time.Duration(f.p.Now-start), 4*timers.NoAckLimit())
 	require.Zero(t, f.ca.Counters().QPAckTimeouts)
 }
 
