@@ -48,7 +48,7 @@ build:
 # ibv_open_device. Needs gcc, cgo and libibverbs-dev's headers.
 VERBS_DIR    := build/verbs
 VERBS_C      := $(wildcard libverbs/src/*.c)
-VERBS_H      := $(wildcard libverbs/src/*.h)
+VERBS_H      := $(wildcard libverbs/src/*.h) cgo/mrg.h
 VERBS_MAP    := libverbs/src/libibverbs.map
 VERBS_CFLAGS ?= -O2 -g
 VERBS_WARN   := -std=gnu11 -Wall -Wextra -Werror -fPIC
@@ -57,7 +57,7 @@ verbs: $(VERBS_DIR)/libibverbs.so.1 verbs-golib
 
 $(VERBS_DIR)/libibverbs.so.1: $(VERBS_C) $(VERBS_H) $(VERBS_MAP)
 	@mkdir -p $(VERBS_DIR)
-	$(CC) $(VERBS_WARN) $(VERBS_CFLAGS) -shared -o $@ -Wl,-soname,libibverbs.so.1 \
+	$(CC) $(VERBS_WARN) $(VERBS_CFLAGS) -Icgo -shared -o $@ -Wl,-soname,libibverbs.so.1 \
 		-Wl,--version-script,$(VERBS_MAP) -Wl,-z,defs -Wl,-z,now $(VERBS_C) -ldl -lpthread
 
 # go build decides itself whether the Go half is up to date.

@@ -72,10 +72,12 @@ type EndpointCounters struct {
 	UnknownConn     uint64
 	ResetsSent      uint64
 	ResetsLimited   uint64 // RESETs not sent: over the rate limit (Config.ResetRate)
-	ConnectsRefused uint64 // CONNECTs answered with a refusal (all the reasons below, and AcceptIncoming off)
+	ConnectsRefused uint64 // CONNECTs answered with a refusal (the sum of the Refused* reasons below)
 	RefusedMaxConns uint64 // ... because the endpoint holds MaxConns connections
 	RefusedPerPeer  uint64 // ... because the address holds MaxConnsPerPeer inbound connections
 	RefusedBacklog  uint64 // ... because AcceptBacklog connections wait for Accept
-	HalfOpenEvicted uint64 // unproven inbound connections dropped to make room (MaxHalfOpen)
-	PeerRestarts    uint64 // connections failed because the peer came back with a new incarnation
+	// RefusedNotAccepting: ... because Config.AcceptIncoming is off.
+	RefusedNotAccepting uint64
+	HalfOpenEvicted     uint64 // unproven inbound connections dropped to make room (MaxHalfOpen)
+	PeerRestarts        uint64 // connections failed because the peer came back with a new incarnation
 }

@@ -233,6 +233,7 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 		return
 	}
 	if !e.cfg.AcceptIncoming {
+		e.c.RefusedNotAccepting++
 		e.refuse(now, rx.Peer, h.SrcConn)
 		return
 	}
@@ -250,7 +251,8 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 		return
 	}
 	c, err := e.newConn(rx.Peer, now)
-	if err != nil {
+	if err != nil { // ErrTooManyConns, which admit has ruled out
+		e.c.RefusedMaxConns++
 		e.refuse(now, rx.Peer, h.SrcConn)
 		return
 	}

@@ -54,6 +54,14 @@ type Count struct {
 // received and dropped before (or without) finding their connection.
 type Endpoint struct {
 	RxDropped []Count // reasons crc, malformed, unknown_conn
+	// ConnectsRefused: connection requests (metaroce CONNECT, rocev2 CM
+	// REQ) the endpoint refused, by reason (max_conns, per_peer,
+	// backlog, not_accepting). Resets: RESETs the endpoint would send
+	// (to a packet naming no connection, a refused CONNECT), by outcome
+	// (sent, rate_limited). ConnsFailed: connections the endpoint ended
+	// by itself, by reason (half_open_evicted: unproven, dropped to make
+	// room; peer_restart: the peer came back with a new incarnation).
+	ConnectsRefused, Resets, ConnsFailed []Count
 }
 
 // Conn is a copy of one connection's (metaroce) or QP's (rocev2) counters.
@@ -68,6 +76,10 @@ type Conn struct {
 	// SpuriousTimeouts: tail-loss timeouts a later ACK proved spurious
 	// (metaroce: the packets were late, not lost).
 	SpuriousTimeouts uint64
+	// CopiesCancelled: copies moved off a path and not sent, the
+	// original's ACK having come first. LastChunksHeld: WRITE last
+	// chunks that came before the rest and were placed last (metaroce).
+	CopiesCancelled, LastChunksHeld uint64
 	// RateHintBps is the rate the peer asks this side to send at (0: no
 	// hint, not paced); Inflight its sequenced packets not yet acknowledged.
 	RateHintBps float64
@@ -154,9 +166,12 @@ var (
 	bRxDrop    = counter("metaroce_backend_rx_dropped_total", "Datagrams received and dropped before the transport, by reason.", "transport", "reason")
 	bLoop      = counter("metaroce_backend_loop_seconds_total", "Wall time of the backend's data-path loop by phase: rx (receive bursts, parsing), core (the transport), tx (headers, transmit bursts), app (the application's step), idle. Only backends that measure it (dpdk).", "transport", "phase")
 
-	eRxDrop = counter("metaroce_endpoint_rx_dropped_total", "Packets the transport endpoint dropped before finding a connection (crc counts every CRC failure), by reason.", "transport", "reason")
-	cRxDrop = counter("metaroce_conn_rx_dropped_total", "Packets of a connection received and not placed, by reason.", "transport", "conn", "reason")
-	cTxXtra = counter("metaroce_conn_tx_extra_packets_total", "Packets a connection sent beyond first transmissions and data resends, by reason.", "transport", "conn", "reason")
+	eRxDrop  = counter("metaroce_endpoint_rx_dropped_total", "Packets the transport endpoint dropped before finding a connection (crc counts every CRC failure), by reason.", "transport", "reason")
+	eRefused = counter("metaroce_endpoint_connects_refused_total", "Connection requests the transport endpoint refused, by reason.", "transport", "reason")
+	eResets  = counter("metaroce_endpoint_resets_total", "RESETs the transport endpoint would send, by outcome (sent; rate_limited, which counts the repeated CLOSE_ACKs sharing their limit too).", "transport", "outcome")
+	eFailed  = counter("metaroce_endpoint_conns_failed_total", "Connections the transport endpoint ended by itself, by reason.", "transport", "reason")
+	cRxDrop  = counter("metaroce_conn_rx_dropped_total", "Packets of a connection received and not placed, by reason.", "transport", "conn", "reason")
+	cTxXtra  = counter("metaroce_conn_tx_extra_packets_total", "Packets a connection sent beyond first transmissions and data resends, by reason.", "transport", "conn", "reason")
 
 	cTx       = counter("metaroce_conn_tx_packets_total", "Packets a connection sent.", "transport", "conn")
 	cTxBytes  = counter("metaroce_conn_tx_bytes_total", "Bytes a connection sent.", "transport", "conn")
@@ -170,6 +185,8 @@ var (
 	cRetries  = counter("metaroce_conn_retries_total", "Go-back-N episodes (rocev2).", "transport", "conn")
 	cMsgs     = counter("metaroce_conn_messages_sent_total", "Messages sent (metaroce).", "transport", "conn")
 	cSpurious = counter("metaroce_conn_spurious_timeouts_total", "Tail-loss timeouts a later ACK proved spurious (metaroce).", "transport", "conn")
+	cCancel   = counter("metaroce_conn_copies_cancelled_total", "Copies moved off a path and not sent: the original's ACK came first (metaroce).", "transport", "conn")
+	cHeld     = counter("metaroce_conn_last_chunks_held_total", "WRITE last chunks that came before the rest and were placed last (metaroce).", "transport", "conn")
 
 	pTx      = counter("metaroce_path_tx_packets_total", "Sequenced packets a path sent.", "transport", "conn", "path")
 	pTxBytes = counter("metaroce_path_tx_bytes_total", "Payload bytes a path sent.", "transport", "conn", "path")
@@ -186,8 +203,8 @@ var (
 	cInfl    = gauge("metaroce_conn_inflight_packets", "Sequenced packets not yet acknowledged.", "transport", "conn")
 )
 
-var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, eRxDrop, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
-	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
+var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, eRxDrop, eRefused, eResets, eFailed, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
+	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, cCancel, cHeld, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
 	pWindow, pRestore, pReroll, cHint, cInfl}
 
 // Describe implements prometheus.Collector.
@@ -225,6 +242,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, n := range e.RxDropped {
 			emit(eRxDrop, float64(n.N), t, n.Reason)
 		}
+		for _, n := range e.ConnectsRefused {
+			emit(eRefused, float64(n.N), t, n.Reason)
+		}
+		for _, n := range e.Resets {
+			emit(eResets, float64(n.N), t, n.Reason)
+		}
+		for _, n := range e.ConnsFailed {
+			emit(eFailed, float64(n.N), t, n.Reason)
+		}
 	}
 	for t, conns := range c.conns {
 		for _, k := range conns {
@@ -240,6 +266,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(cRetries, float64(k.Retries), t, k.ID)
 			emit(cMsgs, float64(k.Messages), t, k.ID)
 			emit(cSpurious, float64(k.SpuriousTimeouts), t, k.ID)
+			emit(cCancel, float64(k.CopiesCancelled), t, k.ID)
+			emit(cHeld, float64(k.LastChunksHeld), t, k.ID)
 			for _, n := range k.RxDropped {
 				emit(cRxDrop, float64(n.N), t, k.ID, n.Reason)
 			}

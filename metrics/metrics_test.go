@@ -12,19 +12,22 @@ import (
 func TestCollectorNamesAndValues(t *testing.T) {
 	c := NewCollector()
 	c.SetBackend("metaroce", func() Backend { return Backend{TxPackets: 10, RxInjectedDrops: 3} })
-	c.SetConns("metaroce", []Conn{{ID: "1", DataResent: 4, RateHintBps: 25e9,
+	c.SetConns("metaroce", []Conn{{ID: "1", DataResent: 4, RateHintBps: 25e9, CopiesCancelled: 13, LastChunksHeld: 14,
 		RxDropped: []Count{{"duplicate", 5}, {"stale_generation", 6}}, TxExtra: []Count{{"moved", 8}},
 		Paths: []Path{{TxPackets: 7, SRTT: 20 * time.Microsecond, Window: 12}}}})
-	c.SetEndpoint("metaroce", Endpoint{RxDropped: []Count{{"crc", 2}, {"unknown_conn", 9}}})
+	c.SetEndpoint("metaroce", Endpoint{RxDropped: []Count{{"crc", 2}, {"unknown_conn", 9}},
+		ConnectsRefused: []Count{{"max_conns", 15}, {"per_peer", 16}}, Resets: []Count{{"rate_limited", 17}},
+		ConnsFailed: []Count{{"half_open_evicted", 18}}})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	n, err := testutil.GatherAndCount(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 11 backend series, 2 endpoint drop reasons, 14 per connection and
-	// its 3 reasons, 12 per path.
-	if n != 11+2+14+3+12 {
+	// 11 backend series, 2 endpoint drop reasons, 2 refusal reasons, 1
+	// reset outcome, 1 failure reason, 16 per connection and its 3
+	// reasons, 12 per path.
+	if n != 11+2+2+1+1+16+3+12 {
 		t.Fatalf("%d series", n)
 	}
 	want := `
@@ -52,9 +55,27 @@ metaroce_conn_tx_extra_packets_total{conn="1",reason="moved",transport="metaroce
 # TYPE metaroce_endpoint_rx_dropped_total counter
 metaroce_endpoint_rx_dropped_total{reason="crc",transport="metaroce"} 2
 metaroce_endpoint_rx_dropped_total{reason="unknown_conn",transport="metaroce"} 9
+# HELP metaroce_endpoint_connects_refused_total Connection requests the transport endpoint refused, by reason.
+# TYPE metaroce_endpoint_connects_refused_total counter
+metaroce_endpoint_connects_refused_total{reason="max_conns",transport="metaroce"} 15
+metaroce_endpoint_connects_refused_total{reason="per_peer",transport="metaroce"} 16
+# HELP metaroce_endpoint_resets_total RESETs the transport endpoint would send, by outcome (sent; rate_limited, which counts the repeated CLOSE_ACKs sharing their limit too).
+# TYPE metaroce_endpoint_resets_total counter
+metaroce_endpoint_resets_total{outcome="rate_limited",transport="metaroce"} 17
+# HELP metaroce_endpoint_conns_failed_total Connections the transport endpoint ended by itself, by reason.
+# TYPE metaroce_endpoint_conns_failed_total counter
+metaroce_endpoint_conns_failed_total{reason="half_open_evicted",transport="metaroce"} 18
+# HELP metaroce_conn_copies_cancelled_total Copies moved off a path and not sent: the original's ACK came first (metaroce).
+# TYPE metaroce_conn_copies_cancelled_total counter
+metaroce_conn_copies_cancelled_total{conn="1",transport="metaroce"} 13
+# HELP metaroce_conn_last_chunks_held_total WRITE last chunks that came before the rest and were placed last (metaroce).
+# TYPE metaroce_conn_last_chunks_held_total counter
+metaroce_conn_last_chunks_held_total{conn="1",transport="metaroce"} 14
 `), "metaroce_conn_data_resent_total", "metaroce_path_srtt_seconds", "metaroce_path_window_packets",
 		"metaroce_conn_rate_hint_bytes_per_second", "metaroce_conn_rx_dropped_total", "metaroce_conn_tx_extra_packets_total",
-		"metaroce_endpoint_rx_dropped_total"); err != nil {
+		"metaroce_endpoint_rx_dropped_total", "metaroce_endpoint_connects_refused_total", "metaroce_endpoint_resets_total",
+		"metaroce_endpoint_conns_failed_total", "metaroce_conn_copies_cancelled_total",
+		"metaroce_conn_last_chunks_held_total"); err != nil {
 		t.Fatal(err)
 	}
 	// Lint: names, units and _total suffixes.

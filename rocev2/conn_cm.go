@@ -133,11 +133,13 @@ func (e *Endpoint) onREQ(now verbs.Time, m *CMMessage, peer verbs.PeerHandle) {
 		return
 	}
 	if !e.cfg.AcceptIncoming {
+		e.c.RefusedNotAccepting++
 		e.reply(peer, CMMessage{Attr: AttrREJ, TID: m.TID, RemoteCommID: m.LocalCommID, RejectReason: RejectConsumerReject})
 		return
 	}
 	c, err := e.newConn(now, peer)
 	if err != nil {
+		e.c.RefusedMaxQPs++
 		e.reply(peer, CMMessage{Attr: AttrREJ, TID: m.TID, RemoteCommID: m.LocalCommID, RejectReason: RejectNoQP})
 		return
 	}

@@ -60,4 +60,10 @@ type EndpointCounters struct {
 	CMReceived    uint64
 	CMSent        uint64
 	CMRejectsSent uint64
+	// REQs refused (each answered with a REJ, unless the bounded reply
+	// queue was full), by reason: RefusedMaxQPs, the endpoint holds MaxQPs
+	// QPs (REJ No QP); RefusedNotAccepting, Config.AcceptIncoming is off
+	// (REJ Consumer Reject).
+	RefusedMaxQPs       uint64
+	RefusedNotAccepting uint64
 }

@@ -116,7 +116,12 @@ func metaroceEndpoint(d verbs.Device) metrics.Endpoint {
 	}
 	c := e.Counters()
 	return metrics.Endpoint{RxDropped: []metrics.Count{{Reason: "crc", N: c.CRCDrops},
-		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownConn}}}
+		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownConn}},
+		ConnectsRefused: []metrics.Count{{Reason: "max_conns", N: c.RefusedMaxConns},
+			{Reason: "per_peer", N: c.RefusedPerPeer}, {Reason: "backlog", N: c.RefusedBacklog},
+			{Reason: "not_accepting", N: c.RefusedNotAccepting}},
+		Resets:      []metrics.Count{{Reason: "sent", N: c.ResetsSent}, {Reason: "rate_limited", N: c.ResetsLimited}},
+		ConnsFailed: []metrics.Count{{Reason: "half_open_evicted", N: c.HalfOpenEvicted}, {Reason: "peer_restart", N: c.PeerRestarts}}}
 }
 
 // rocev2Endpoint: unknown_conn is a packet for a QP that is not open,
@@ -128,7 +133,11 @@ func rocev2Endpoint(d verbs.Device) metrics.Endpoint {
 	}
 	c := e.Counters()
 	return metrics.Endpoint{RxDropped: []metrics.Count{{Reason: "crc", N: c.ICRCDrops},
-		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownQP}}}
+		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownQP}},
+		// max_conns: the endpoint holds MaxQPs QPs (REJ No QP); RoCEv2 has
+		// no per-peer or backlog bound, no RESET, no eviction.
+		ConnectsRefused: []metrics.Count{{Reason: "max_conns", N: c.RefusedMaxQPs},
+			{Reason: "not_accepting", N: c.RefusedNotAccepting}}}
 }
 
 func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
@@ -140,7 +149,8 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			RxPackets: c.RxPackets, RxBytes: c.RxBytes, DataPackets: c.DataPacketsSent, DataResent: c.DataResent,
 			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
 			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
-			SpuriousTimeouts: c.SpuriousTimeouts, RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
+			SpuriousTimeouts: c.SpuriousTimeouts, CopiesCancelled: c.CopiesCancelled, LastChunksHeld: c.LastChunksHeld,
+			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
 		// The path counters of every path the connection has (not only
 		// the first MaxPaths shown per path) add up to its totals.
 		var staleGen, outOfWindow, probes, moved uint64
@@ -157,7 +167,10 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			{Reason: "access", N: c.AccessViolations}, {Reason: "length", N: c.LengthErrors},
 			// placed_again: copies of a placed chunk on a new PSN (moved,
 			// resent), acknowledged but not written again.
-			{Reason: "placed_again", N: c.DuplicateChunks}}
+			{Reason: "placed_again", N: c.DuplicateChunks},
+			// held_full: a WRITE's early last chunk that could not be held
+			// (maxHeldChunks), not acknowledged, for the sender to resend.
+			{Reason: "held_full", N: c.LastChunksRefused}}
 		mc.TxExtra = []metrics.Count{{Reason: "probe", N: probes}, {Reason: "moved", N: moved}}
 		for i := 0; i < m.NumPaths() && i < metrics.MaxPaths; i++ {
 			p := verbs.PathID(i)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/metaroce/metaroce/engine/memlink"
@@ -24,6 +25,22 @@ func reasons(t *testing.T, cs []metrics.Count) map[string]uint64 {
 		m[c.Reason] = c.N
 	}
 	return m
+}
+
+// wantReasons fails unless got has exactly the reasons want: a reason
+// added to a snapshot (or lost from it) must be added here and in the
+// README's table.
+func wantReasons(t *testing.T, got map[string]uint64, want ...string) {
+	t.Helper()
+	var have []string
+	for r := range got {
+		have = append(have, r)
+	}
+	slices.Sort(have)
+	slices.Sort(want)
+	if !slices.Equal(have, want) {
+		t.Errorf("reasons %v, want %v", have, want)
+	}
 }
 
 // writeOver moves 1 MiB A -> B over a link that duplicates and corrupts
@@ -93,10 +110,14 @@ func TestMetaroceDropMetrics(t *testing.T) {
 	}
 	c := sb.(mr.Session).C.Counters()
 	got := reasons(t, conns[0].RxDropped)
-	for _, r := range []string{"crc", "malformed", "duplicate", "stale_generation", "stale_incarnation", "out_of_window", "access", "length", "placed_again"} {
-		if _, ok := got[r]; !ok {
-			t.Errorf("no reason %q in %v", r, got)
-		}
+	wantReasons(t, got, "crc", "malformed", "duplicate", "stale_generation", "stale_incarnation", "out_of_window",
+		"access", "length", "placed_again", "held_full")
+	if got["held_full"] != c.LastChunksRefused {
+		t.Errorf("held_full %d, core %d", got["held_full"], c.LastChunksRefused)
+	}
+	if conns[0].LastChunksHeld != c.LastChunksHeld || conns[0].CopiesCancelled != c.CopiesCancelled {
+		t.Errorf("held %d cancelled %d, core %d %d", conns[0].LastChunksHeld, conns[0].CopiesCancelled,
+			c.LastChunksHeld, c.CopiesCancelled)
 	}
 	if got["duplicate"] == 0 || got["duplicate"] != c.Duplicates {
 		t.Errorf("duplicate %d, core %d", got["duplicate"], c.Duplicates)
@@ -175,5 +196,120 @@ func TestTransportKindsComplete(t *testing.T) {
 	}
 	if len(transportKinds) < 2 || funcs < 2*5 {
 		t.Fatalf("checked %d functions of %d transports; want both transports' entries", funcs, len(transportKinds))
+	}
+}
+
+// dialRefused dials b from a dials times (one connection each) over a
+// clean link until refused() holds, and returns b's endpoint metrics.
+func dialRefused(t *testing.T, a, b verbs.Device, dials int, refused func() bool, endpoint func(verbs.Device) metrics.Endpoint) metrics.Endpoint {
+	t.Helper()
+	p := mempair.NewTransports(a, b, memlink.Config{Seed: 1, Delay: 2000})
+	for i := 0; i < dials; i++ {
+		if _, err := a.Dial(p.Now, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.RunUntil(refused, p.Now+1e9); err != nil {
+		t.Fatal(err)
+	}
+	return endpoint(b)
+}
+
+// TestMetaroceRefusalMetrics: CONNECTs refused by a real endpoint (not
+// accepting; over its per-peer bound) reach the metrics copy under their
+// reasons, with the RESETs that answered them, equal to the core's
+// counters.
+func TestMetaroceRefusalMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		cfg          mr.Config
+		dials        int
+		core         func(*mr.EndpointCounters) uint64
+	}{
+		{"not accepting", "not_accepting", mr.Config{}, 1, func(c *mr.EndpointCounters) uint64 { return c.RefusedNotAccepting }},
+		{"per peer", "per_peer", mr.Config{AcceptIncoming: true, MaxConnsPerPeer: 1}, 2,
+			func(c *mr.EndpointCounters) uint64 { return c.RefusedPerPeer }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ea, err := mr.NewEndpoint(mr.Config{Node: 1, Incarnation: 1, Paths: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := tc.cfg
+			cfg.Node, cfg.Incarnation, cfg.Paths = 2, 1, 2
+			eb, err := mr.NewEndpoint(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep := dialRefused(t, ea.Device(), eb.Device(), tc.dials, func() bool { return tc.core(eb.Counters()) > 0 }, metaroceEndpoint)
+			c := eb.Counters()
+			refused := reasons(t, ep.ConnectsRefused)
+			wantReasons(t, refused, "max_conns", "per_peer", "backlog", "not_accepting")
+			var sum uint64
+			for r, n := range refused {
+				sum += n
+				if r != tc.reason && n != 0 {
+					t.Errorf("reason %s counted %d", r, n)
+				}
+			}
+			if refused[tc.reason] == 0 || refused[tc.reason] != tc.core(c) || sum != c.ConnectsRefused {
+				t.Errorf("refused %v, core %+v", refused, *c)
+			}
+			resets := reasons(t, ep.Resets)
+			wantReasons(t, resets, "sent", "rate_limited")
+			if resets["sent"] == 0 || resets["sent"] != c.ResetsSent || resets["rate_limited"] != c.ResetsLimited {
+				t.Errorf("resets %v, core %+v", resets, *c)
+			}
+			failed := reasons(t, ep.ConnsFailed)
+			wantReasons(t, failed, "half_open_evicted", "peer_restart")
+			if failed["half_open_evicted"] != c.HalfOpenEvicted || failed["peer_restart"] != c.PeerRestarts {
+				t.Errorf("failed %v, core %+v", failed, *c)
+			}
+		})
+	}
+}
+
+// TestRoCEv2RefusalMetrics: the same for CM REQs: REJ Consumer Reject
+// (not accepting), REJ No QP (MaxQPs). RoCEv2 has no RESET and evicts
+// nothing, so those families are absent.
+func TestRoCEv2RefusalMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		cfg          rocev2.Config
+		dials        int
+		core         func(*rocev2.EndpointCounters) uint64
+	}{
+		{"not accepting", "not_accepting", rocev2.Config{}, 1,
+			func(c *rocev2.EndpointCounters) uint64 { return c.RefusedNotAccepting }},
+		{"max qps", "max_conns", rocev2.Config{AcceptIncoming: true, MaxQPs: 1}, 2,
+			func(c *rocev2.EndpointCounters) uint64 { return c.RefusedMaxQPs }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ea, err := rocev2.NewEndpoint(rocev2.Config{LocalIP: rocev2.DefaultPeerIP(0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := tc.cfg
+			cfg.LocalIP = rocev2.DefaultPeerIP(1)
+			eb, err := rocev2.NewEndpoint(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep := dialRefused(t, ea.Device(), eb.Device(), tc.dials, func() bool { return tc.core(eb.Counters()) > 0 }, rocev2Endpoint)
+			c := eb.Counters()
+			refused := reasons(t, ep.ConnectsRefused)
+			wantReasons(t, refused, "max_conns", "not_accepting")
+			if refused[tc.reason] == 0 || refused[tc.reason] != tc.core(c) {
+				t.Errorf("refused %v, core %+v", refused, *c)
+			}
+			for r, n := range refused {
+				if r != tc.reason && n != 0 {
+					t.Errorf("reason %s counted %d", r, n)
+				}
+			}
+			if ep.Resets != nil || ep.ConnsFailed != nil {
+				t.Errorf("rocev2 shows resets %v, failures %v", ep.Resets, ep.ConnsFailed)
+			}
+		})
 	}
 }

@@ -3,7 +3,8 @@ package main
 /*
 #include <stdint.h>
 #include <infiniband/verbs.h>
-#include "../src/mrg.h"
+#cgo CFLAGS: -I${SRCDIR}/../../cgo
+#include "mrg.h"
 
 static inline int mrg_call_push(mrg_push_fn f, struct mrv_cq *cq, const struct mrg_wc *wc, int n)
 {

@@ -5,7 +5,8 @@ package main
 #include <stdlib.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
-#include "../src/mrg.h"
+#cgo CFLAGS: -I${SRCDIR}/../../cgo
+#include "mrg.h"
 */
 import "C"
 

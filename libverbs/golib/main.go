@@ -2,13 +2,14 @@
 // -buildmode=c-shared into build/verbs/libmetaroce-verbs.so (make verbs).
 // The C library (libverbs/src) loads it with dlopen at the first
 // ibv_open_device, so a program that only lists devices never starts a Go
-// runtime. The exported calls are the C ABI of ../src/mrg.h.
+// runtime. The exported calls are the C ABI of cgo/mrg.h.
 package main
 
 /*
 #include <errno.h>
 #include <string.h>
-#include "../src/mrg.h"
+#cgo CFLAGS: -I${SRCDIR}/../../cgo
+#include "mrg.h"
 */
 import "C"
 
@@ -19,6 +20,7 @@ import (
 	"sync"
 	"unsafe"
 
+	_ "github.com/metaroce/metaroce/cgo" // cgo/mrg.h: a change rebuilds this package
 	"github.com/metaroce/metaroce/internal/profileload"
 	"github.com/metaroce/metaroce/profile"
 )

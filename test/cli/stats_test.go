@@ -70,6 +70,19 @@ poll:
 		{"metaroce_conn_rx_dropped_total", "reason=stale_generation"},
 		{"metaroce_conn_tx_extra_packets_total", "reason=probe"},
 		{"metaroce_conn_tx_extra_packets_total", "reason=moved"},
+		{"metaroce_conn_rx_dropped_total", "reason=held_full"},
+		{"metaroce_conn_spurious_timeouts_total", "transport=metaroce"},
+		{"metaroce_conn_copies_cancelled_total", "transport=metaroce"},
+		{"metaroce_conn_last_chunks_held_total", "transport=metaroce"},
+		// Admission control's refusals, RESETs and evictions.
+		{"metaroce_endpoint_connects_refused_total", "reason=max_conns"},
+		{"metaroce_endpoint_connects_refused_total", "reason=per_peer"},
+		{"metaroce_endpoint_connects_refused_total", "reason=backlog"},
+		{"metaroce_endpoint_connects_refused_total", "reason=not_accepting"},
+		{"metaroce_endpoint_resets_total", "outcome=sent"},
+		{"metaroce_endpoint_resets_total", "outcome=rate_limited"},
+		{"metaroce_endpoint_conns_failed_total", "reason=half_open_evicted"},
+		{"metaroce_endpoint_conns_failed_total", "reason=peer_restart"},
 	} {
 		_ = value(s.metric, s.labels)
 	}

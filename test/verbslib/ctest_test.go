@@ -18,7 +18,7 @@ func runC(t *testing.T, name string, min int) string {
 	t.Helper()
 	dir := libDir(t)
 	bin := filepath.Join(t.TempDir(), name)
-	cc := exec.Command("gcc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-o", bin,
+	cc := exec.Command("gcc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I../../cgo", "-o", bin,
 		"../../libverbs/ctest/"+name+".c", "-L"+dir, "-l:libibverbs.so.1")
 	if out, err := cc.CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s.c: %v\n%s", name, err, out)
