@@ -69,13 +69,15 @@ func (p *pair) run(t testing.TB, limit time.Duration, cond func() bool) {
 	}
 }
 
+// Over real sockets the endpoints draw ids and incarnations as the CLI
+// does (engine.SecureRandom).
 func metaroceEndpoints(t testing.TB, p *pair, paths int) (*mr.Endpoint, *mr.Endpoint) {
 	t.Helper()
-	ea, err := mr.NewEndpoint(mr.Config{Node: 1, Incarnation: 1, Paths: paths, MTU: 1024})
+	ea, err := mr.NewEndpoint(mr.Config{Node: 1, Paths: paths, MTU: 1024, Rand: engine.SecureRandom()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb, err := mr.NewEndpoint(mr.Config{Node: 2, Incarnation: 1, Paths: paths, MTU: 1024, AcceptIncoming: true})
+	eb, err := mr.NewEndpoint(mr.Config{Node: 2, Paths: paths, MTU: 1024, AcceptIncoming: true, Rand: engine.SecureRandom()})
 	if err != nil {
 		t.Fatal(err)
 	}
