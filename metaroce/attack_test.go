@@ -80,15 +80,23 @@ func TestSpoofedConnectDoesNotDisturbPeer(t *testing.T) {
 	require.Zero(t, f.p.EP[1].Counters().PeerRestarts)
 }
 
-// TestBlindCloseFromElsewhereDoesNothing: CLOSEs (and RESETs) with every
-// guess of the connection ids, and the right incarnation, from an address
-// that is not A's: dropped and counted, the connection stays up.
+// TestBlindCloseFromElsewhereDoesNothing: CLOSEs (and RESETs) with small
+// guesses of the connection ids and the right ones, and the right
+// incarnation, from an address that is not A's: dropped and counted, the
+// connection stays up.
 func TestBlindCloseFromElsewhereDoesNothing(t *testing.T) {
 	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 42})
 	staleBefore := f.cb.Counters().StalePackets
 	n := 0
-	for dst := mr.ConnID(1); dst <= 8; dst++ {
-		for src := mr.ConnID(0); src <= 8; src++ {
+	ids := func(first mr.ConnID, real mr.ConnID) []mr.ConnID {
+		var v []mr.ConnID
+		for id := first; id <= 8; id++ {
+			v = append(v, id)
+		}
+		return append(v, real)
+	}
+	for _, dst := range ids(1, f.cb.LocalID()) {
+		for _, src := range ids(0, f.ca.LocalID()) {
 			for _, op := range []mr.Opcode{mr.OpClose, mr.OpReset} {
 				pkt := forge(mr.Header{Opcode: op, DstConn: dst, SrcConn: src, Incarnation: 1}, nil)
 				f.p.EP[1].Receive(f.p.Now, pkt, verbs.RxMeta{Peer: 9})
@@ -99,7 +107,7 @@ func TestBlindCloseFromElsewhereDoesNothing(t *testing.T) {
 	require.NoError(t, f.p.RunUntil(func() bool { return f.p.Link.InFlight() == 0 }, f.p.Now+1e9))
 	require.True(t, f.ca.Established() && f.cb.Established(), "A: %s, B: %s (%v)", f.ca.State(), f.cb.State(), f.cb.FailReason())
 	require.Greater(t, f.cb.Counters().StalePackets, staleBefore, "the forgeries that named B's connection were counted")
-	require.Equal(t, 2*8*9, n)
+	require.Equal(t, 2*9*10, n)
 	done, src, dst := f.transfer(t, 64<<10)
 	require.NoError(t, f.p.RunUntil(done, f.p.Now+1e9))
 	require.Equal(t, src, dst)
@@ -258,4 +266,51 @@ func BenchmarkConnect(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestBlindResetFromPeerAddressFails: RESETs and CLOSEs that come from A's
+// own address (a spoofed source) with A's incarnation, guessing the two
+// connection ids: sequential guesses (as the ids were before they were
+// random) and uniformly random ones. Both ids are 32 random bits, so a try
+// succeeds with probability 2^-64 (2^-32 when the attacker knows one of
+// them): none of 200,000 ends the connection, and the same RESET with the
+// right ids does, so the check is live.
+func TestBlindResetFromPeerAddressFails(t *testing.T) {
+	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 43})
+	b := f.p.EP[1]
+	staleBefore, unknownBefore := f.cb.Counters().StalePackets, b.Counters().UnknownConn
+	guess := verbs.NewSeededRandom(4343)
+	const tries = 200_000
+	hits := 0 // guesses that named B's connection (dst right)
+	for i := range tries {
+		dst, src := mr.ConnID(i/64+1), mr.ConnID(i%64) // sequential for the first half
+		if i >= tries/2 {
+			x := guess.Uint64()
+			dst, src = mr.ConnID(x), mr.ConnID(x>>32)
+		}
+		if dst == f.cb.LocalID() {
+			hits++
+		}
+		op := mr.OpReset
+		if i%2 == 1 {
+			op = mr.OpClose
+		}
+		b.Receive(f.p.Now, forge(mr.Header{Opcode: op, DstConn: dst, SrcConn: src, Incarnation: f.p.EP[0].Config().Incarnation}, nil),
+			verbs.RxMeta{Peer: 0})
+		require.True(t, f.cb.Established(), "try %d (%v dst %#x src %#x) ended the connection: %v", i, op, dst, src, f.cb.FailReason())
+	}
+	// Every try was looked at: as an unknown connection or as stale.
+	looked := (b.Counters().UnknownConn - unknownBefore) + (f.cb.Counters().StalePackets - staleBefore)
+	require.Equal(t, uint64(tries), looked)
+	t.Logf("%d tries, %d named B's connection id, 0 ended it (p per try = 2^-64 by the ids' entropy)", tries, hits)
+	require.NoError(t, f.p.RunUntil(func() bool { return f.p.Link.InFlight() == 0 }, f.p.Now+1e9))
+	done, src, dst := f.transfer(t, 64<<10)
+	require.NoError(t, f.p.RunUntil(done, f.p.Now+1e9))
+	require.Equal(t, src, dst)
+
+	// The control: knowing both ids (what an on-path observer sees), the
+	// same RESET ends the connection.
+	b.Receive(f.p.Now, forge(mr.Header{Opcode: mr.OpReset, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID(),
+		Incarnation: f.p.EP[0].Config().Incarnation}, nil), verbs.RxMeta{Peer: 0})
+	require.False(t, f.cb.Established(), "a RESET with the right ids from the peer's address must end the connection")
 }

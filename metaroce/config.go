@@ -22,6 +22,17 @@ type Config struct {
 	Node        NodeID
 	Incarnation Incarnation
 
+	// Rand is where the endpoint draws what an outsider must not guess:
+	// connection ids, memory keys and region addresses, and Incarnation
+	// when it is 0 (from which every path's initial PSNs follow, §8.1 of
+	// docs/protocol.md). A backend facing a real network passes a
+	// cryptographic source (engine.SecureRandom). nil: a deterministic
+	// source seeded from Node and Incarnation (verbs.NewSeededRandom), so
+	// that simulations and tests are reproducible; such an endpoint's
+	// values are predictable to anyone who knows its configuration, and a
+	// restarted one with Incarnation 0 comes back with the same one.
+	Rand verbs.Random
+
 	// Paths per connection (1..256), proposed at connect time; the connection
 	// uses the smaller of both sides' values. Default 8.
 	Paths int `key:"paths"`

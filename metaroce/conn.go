@@ -58,8 +58,9 @@ const maxReadJobs = 1024
 // below. All methods must be called on the endpoint's goroutine.
 type Conn struct {
 	ep       *Endpoint
-	local    ConnID
+	local    ConnID // our id, random (Endpoint.newConn)
 	remote   ConnID
+	ordinal  ConnID // 1 for the endpoint's first connection, 2 for the next...
 	peer     verbs.PeerHandle
 	peerNode NodeID
 	peerInc  Incarnation
@@ -257,7 +258,7 @@ func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 	c.streams = min(int(b.Streams), cfg.Streams)
 	c.planes = min(int(b.Planes), cfg.Planes)
 	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,
-		jitter: uint64(c.local)*0x9e3779b97f4a7c15 ^ uint64(c.ep.cfg.Node)<<32}
+		jitter: uint64(c.ordinal)*0x9e3779b97f4a7c15 ^ uint64(c.ep.cfg.Node)<<32}
 	c.state = connEstablished
 	c.lastRx = now
 	c.lastKeepalive = now
@@ -283,7 +284,7 @@ func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 func (c *Conn) pathEntropy(i int) verbs.Entropy {
 	base := c.ep.cfg.EntropyBase
 	span := 65536 - int(base)
-	return base + verbs.Entropy((int(c.local-1)*c.paths+i)%span)
+	return base + verbs.Entropy((int(c.ordinal-1)*c.paths+i)%span)
 }
 
 // materialize allocates the per-path state of an established connection
@@ -299,8 +300,9 @@ func (c *Conn) materialize() {
 	c.tx = make([]txPath, c.paths)
 	c.rx = make([]rxPath, c.paths)
 	for i := range c.tx {
-		c.tx[i] = newTxPath(verbs.PathID(i), c.pathEntropy(i), verbs.PlaneID(i%c.planes), cfg.PathWindow)
-		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c}
+		c.tx[i] = newTxPath(verbs.PathID(i), c.pathEntropy(i), verbs.PlaneID(i%c.planes), cfg.PathWindow, isnKey(c.local, c.remote, i))
+		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c, isn: isnKey(c.remote, c.local, i)}
+		c.rx[i].restart(0)
 	}
 	c.agg.resetPaths(c.paths)
 	c.picker.reset(c.tx, c.planes)

@@ -355,9 +355,8 @@ func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMe
 			return
 		}
 		// The sender restarted this path's sequence space (failure or a
-		// new entropy): not a loss, just a new space from PSN 0.
-		r.gen = h.PathGen
-		r.sb.reset()
+		// new entropy): not a loss, just a new space from its first PSN.
+		r.restart(h.PathGen)
 		r.unacked, r.tsEcho = 0, 0
 	}
 	switch r.sb.classify(h.PSN) {

@@ -33,9 +33,10 @@ type Endpoint struct {
 	nextQPN verbs.QPN // the last queue pair number given out
 
 	conns    map[ConnID]*Conn
-	nextID   ConnID
-	accepted connList // inbound connections not yet taken by Accept (admission.go)
-	halfOpen connList // inbound connections whose peer has not shown it is there
+	rand     verbs.Random // Config.Rand or its seeded default
+	ordinal  ConnID       // connections created so far (Conn.ordinal)
+	accepted connList     // inbound connections not yet taken by Accept (admission.go)
+	halfOpen connList     // inbound connections whose peer has not shown it is there
 	resets   tokenBucket
 	stale    []*Conn                // scratch for peerSeen
 	sched    queue.Scheduler[*Conn] // ready line and timers of the connections
@@ -54,9 +55,17 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), nextID: 1,
+	e := &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), rand: cfg.Rand,
 		sched:    queue.NewScheduler[*Conn](),
-		accepted: connList{link: acceptLink}, halfOpen: connList{link: halfOpenLink}}, nil
+		accepted: connList{link: acceptLink}, halfOpen: connList{link: halfOpenLink}}
+	if e.rand == nil {
+		e.rand = verbs.NewSeededRandom(uint64(cfg.Node)*0x9e3779b97f4a7c15 ^ uint64(cfg.Incarnation))
+	}
+	for e.cfg.Incarnation == 0 {
+		e.cfg.Incarnation = Incarnation(e.rand.Uint64())
+	}
+	e.regions.SetRandom(e.rand)
+	return e, nil
 }
 
 // Config returns the endpoint's effective configuration.
@@ -83,14 +92,18 @@ func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error)
 	if len(e.conns) >= e.cfg.MaxConns {
 		return nil, ErrTooManyConns
 	}
-	for e.conns[e.nextID] != nil || e.nextID == 0 {
-		e.nextID++
+	// A random id (§7.1): an off-path sender must guess it to be taken for
+	// this connection's peer. The ordinal, not the id, derives what must
+	// stay reproducible (the paths' source ports, timer jitter).
+	id := ConnID(e.rand.Uint64())
+	for id == 0 || e.conns[id] != nil {
+		id = ConnID(e.rand.Uint64())
 	}
-	c := &Conn{ep: e, local: e.nextID, peer: peer,
+	e.ordinal++
+	c := &Conn{ep: e, local: id, ordinal: e.ordinal, peer: peer,
 		lastRx: now}
 	c.sched.Init(c)
 	c.agg.reset()
-	e.nextID++
 	e.conns[c.local] = c
 	return c, nil
 }

@@ -288,7 +288,8 @@ type fzEnv struct {
 	origN, origS  []byte
 	origR, origD  []byte
 	origAD        []byte
-	readPath      verbs.PathID // path of B's lost READ_REQ (PSN 0)
+	readPath      verbs.PathID // path of B's lost READ_REQ
+	readPSN       PSN          // and its PSN (the path's first)
 }
 
 func fzConfig() Config {
@@ -359,7 +360,7 @@ func fzNewEnv(t testing.TB) *fzEnv {
 		var h Header
 		require.NoError(t, h.Decode(e.w.buf[:meta.Len]))
 		if h.Opcode == OpReadReq {
-			e.readPath = h.Path
+			e.readPath, e.readPSN = h.Path, h.PSN
 		}
 	}
 	return e
@@ -455,7 +456,7 @@ func TestFuzzEnvSeedExchange(t *testing.T) {
 	p := make([]byte, HeaderLen+NakLen+CRCLen)
 	h := Header{Opcode: OpNak, DstConn: e.cb.LocalID(), SrcConn: e.ca.LocalID(), Incarnation: fzIncA, Path: e.readPath}
 	h.Put(p)
-	nb := NakBody{Path: e.readPath, Stream: fzStream, Status: verbs.StatusRemoteAccessError}
+	nb := NakBody{Path: e.readPath, PSN: e.readPSN, Stream: fzStream, Status: verbs.StatusRemoteAccessError}
 	nb.Put(p[HeaderLen:])
 	e.w.ep[1].Receive(e.w.now, p[:SealCRC(p, HeaderLen+NakLen)], verbs.RxMeta{Peer: 0})
 	require.Equal(t, uint64(1), e.cb.Counters().NaksReceived)
@@ -516,7 +517,7 @@ func FuzzEndpointReceive(f *testing.F) {
 		p := make([]byte, HeaderLen+NakLen+CRCLen)
 		h := Header{Opcode: OpNak, DstConn: env.cb.LocalID(), SrcConn: env.ca.LocalID(), Incarnation: fzIncA, Path: env.readPath}
 		h.Put(p)
-		nb := NakBody{Path: env.readPath, Stream: fzStream, Status: st}
+		nb := NakBody{Path: env.readPath, PSN: env.readPSN, Stream: fzStream, Status: st}
 		nb.Put(p[HeaderLen:])
 		f.Add(p[:SealCRC(p, HeaderLen+NakLen)])
 	}

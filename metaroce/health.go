@@ -533,7 +533,7 @@ func (c *Conn) takeNewEntropy(p *txPath) {
 	cfg := &c.ep.cfg
 	c.rerolls++
 	span := 65536 - int(cfg.EntropyBase)
-	x := uint64(c.local)<<20 ^ uint64(c.rerolls)<<8 ^ uint64(p.id)
+	x := uint64(c.ordinal)<<20 ^ uint64(c.rerolls)<<8 ^ uint64(p.id)
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33

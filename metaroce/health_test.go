@@ -89,7 +89,7 @@ func TestFailedPathProbedAndRestored(t *testing.T) {
 	if !p.failed || p.room() != 0 || c.healthyPaths() != 3 {
 		t.Fatalf("failed path still usable")
 	}
-	gen := p.gen
+	gen, first := p.gen, p.una // the new generation's first PSN
 	at := p.reprobeAt
 	if at != now.Add(cfg.PathReprobe) {
 		t.Fatalf("first probe at %v, want after PathReprobe", at.Sub(now))
@@ -109,7 +109,7 @@ func TestFailedPathProbedAndRestored(t *testing.T) {
 	}
 	// The first probe's ACK arrives late: the path is back.
 	late := p.reprobeAt + verbs.Time(time.Microsecond)
-	c.onAckBlock(late, &AckBlock{Path: 1, PathGen: gen, Cum: 1, TSEcho: at})
+	c.onAckBlock(late, &AckBlock{Path: 1, PathGen: gen, Cum: first + 1, TSEcho: at})
 	if p.failed || p.c.Restores != 1 || p.cc.window() != cfg.PathWindow {
 		t.Fatalf("not restored by a late probe ACK: failed %v restores %d window %d", p.failed, p.c.Restores, p.cc.window())
 	}
@@ -179,7 +179,7 @@ func TestFailedPathProbesNotInFlight(t *testing.T) {
 			break
 		}
 	}
-	c.onAckBlock(now+1000, &AckBlock{Path: 0, PathGen: p.gen, Cum: 2, TSEcho: p.lastStamp})
+	c.onAckBlock(now+1000, &AckBlock{Path: 0, PathGen: p.gen, Cum: p.una + 2, TSEcho: p.lastStamp})
 	if p.failed {
 		t.Fatalf("not restored")
 	}

@@ -44,8 +44,9 @@ type txPath struct {
 	plane   verbs.PlaneID
 	gen     uint16
 
-	next  PSN // next new PSN
-	una   PSN // oldest unacknowledged PSN; every PSN before it is retired
+	isn   uint64 // initial-PSN key (isnKey)
+	next  PSN    // next new PSN
+	una   PSN    // oldest unacknowledged PSN; every PSN before it is retired
 	slots []txSlot
 	mask  uint32
 	inUse int // slots between una and next not yet acknowledged
@@ -104,13 +105,27 @@ type txPath struct {
 	c PathCounters
 }
 
-func newTxPath(id verbs.PathID, entropy verbs.Entropy, plane verbs.PlaneID, window int) txPath {
+func newTxPath(id verbs.PathID, entropy verbs.Entropy, plane verbs.PlaneID, window int, isn uint64) txPath {
 	n := 1
 	for n < window+1 {
 		n <<= 1
 	}
-	return txPath{id: id, entropy: entropy, plane: plane, cc: pathCC{cwnd: float64(window)}, mask: uint32(n - 1), speed: speedOne}
+	first := initialPSN(isn, 0)
+	return txPath{id: id, entropy: entropy, plane: plane, cc: pathCC{cwnd: float64(window)}, mask: uint32(n - 1), speed: speedOne,
+		isn: isn, next: first, una: first}
 }
+
+// isnKey derives a path's initial-PSN key for the direction from the end
+// with connection id src to the one with id dst (§8.1): both ends know
+// both ids, which are random (Endpoint.newConn), so the first PSN of every
+// generation of every path is as hard to guess off-path as the two ids,
+// and no field is added to CONNECT or ACCEPT.
+func isnKey(src, dst ConnID, path int) uint64 {
+	return verbs.Mix64(uint64(src)<<32|uint64(dst)) + uint64(path)<<16
+}
+
+// initialPSN is the first PSN of generation gen of the path with key isn.
+func initialPSN(isn uint64, gen uint16) PSN { return PSN(verbs.Mix64(isn + uint64(gen))) }
 
 // ringLen is the size of the slot ring (allocated on first send, so a
 // path that only ever receives costs no ring).
@@ -213,7 +228,8 @@ func (e *rttEstimator) sample(r time.Duration) {
 // outstanding packets have been moved elsewhere.
 func (p *txPath) restart() {
 	p.gen++
-	p.next, p.una, p.inUse = 0, 0, 0
+	first := initialPSN(p.isn, p.gen)
+	p.next, p.una, p.inUse = first, first, 0
 	clear(p.slots)
 	p.delivered = 0
 	p.timeouts = 0
@@ -223,6 +239,7 @@ func (p *txPath) restart() {
 // rxPath is the receiver's view of one path.
 type rxPath struct {
 	gen     uint16
+	isn     uint64 // the peer's initial-PSN key for this path (isnKey)
 	sb      rxScoreboard
 	ecn     uint32 // CE-marked packets received (cumulative, wraps)
 	tsEcho  verbs.Time
@@ -232,4 +249,12 @@ type rxPath struct {
 	queued  bool       // in the connection's ACK list
 	agg     ackAgg     // the pending ACK's entry in Conn.agg
 	c       *PathCounters
+}
+
+// restart adopts generation gen of the peer's sequence space: an empty
+// scoreboard whose cumulative point is the generation's first PSN.
+func (r *rxPath) restart(gen uint16) {
+	r.gen = gen
+	r.sb.reset()
+	r.sb.cum = initialPSN(r.isn, gen)
 }

@@ -133,6 +133,6 @@ func (x *peerIndex) staleFor(c *Conn, into []*Conn) []*Conn {
 			into = append(into, o)
 		}
 	}
-	sort.Slice(into, func(i, j int) bool { return into[i].local < into[j].local })
+	sort.Slice(into, func(i, j int) bool { return into[i].ordinal < into[j].ordinal })
 	return into
 }

@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/metaroce/metaroce/internal/queue"
 )
@@ -30,23 +31,39 @@ type SGE struct {
 }
 
 // Keys are index<<16 | tag: the index finds the region in the table, the
-// tag changes every time a slot is reused. Slots are reused first in,
-// first out and tags run 1..65535 (0 is skipped, so key 0 is never
-// valid): a key of a deregistered region matches again only after every
-// slot has been reused 65535 times. (An 8-bit tag with last-in, first-out
-// reuse made a dead rkey valid again after 256 register/deregister cycles
-// of one region.)
+// tag changes every time a slot is reused, and 0 is never a valid tag (so
+// key 0 is never valid). Slots are reused first in, first out.
+//
+// Without a Random (SetRandom; the RoCEv2 baseline, as RoCEv2 NICs do)
+// tags count 1..65535 per slot and the index is the slot: keys are
+// guessable, and a key of a deregistered region matches again only after
+// its slot has been reused 65535 times. With a Random (metaroce), the
+// table XORs every index with a secret 16-bit value drawn once and every
+// tag is drawn afresh at registration (never 0, never the slot's previous
+// tag): someone who has seen no key of the table guesses a valid key with
+// probability 2^-32 per try at best, someone who has seen keys still has
+// to guess 16 bits per region; a dead key matches a later region of its
+// slot with probability 2^-16, and then only at that region's own
+// (random, see regionAddrShift) address.
 const (
 	keyTagBits = 16
 	keyTagMask = 1<<keyTagBits - 1
 	maxRegions = 1<<(32-keyTagBits) - 1
 )
 
-// regionAddrShift spaces synthetic region addresses: the region in slot i
-// starts at (i+1)<<40, so every region registered without an address has a
-// distinct, deterministic range of up to 1 TiB (like zero-based verbs MRs
-// with a per-region base).
-const regionAddrShift = 40
+// regionAddrShift spaces synthetic region addresses. Without a Random the
+// region in slot i starts at (i+1)<<40, so every region registered without
+// an address has a distinct, deterministic range of up to 1 TiB (like
+// zero-based verbs MRs with a per-region base). With one, the base is a
+// random multiple of regionAddrAlign below 2^63 (51 random bits): a range
+// of up to 1 TiB then covers at most 2^28 of the 2^51 possible bases, so a
+// guessed address falls inside a region with probability at most 2^-23
+// (RegionGuessBits).
+const (
+	regionAddrShift = 40
+	regionAddrAlign = 1 << 12
+	regionAddrBits  = 63
+)
 
 // MaxRegionLen is the largest region that can be registered.
 const MaxRegionLen = 1 << regionAddrShift
@@ -64,9 +81,38 @@ var (
 // protection domains they belong to: the one table both transport cores
 // embed (by value; the zero value is empty and ready).
 type RegionTable struct {
-	slots  []regionSlot
-	free   queue.Ring[uint32] // unused slots, oldest first
-	nextPD uint32
+	slots   []regionSlot
+	free    queue.Ring[uint32] // unused slots, oldest first
+	nextPD  uint32
+	rand    Random // nil: guessable keys and addresses (see keyTagBits)
+	idxMask uint32 // XORed into every key's index bits (0 without rand)
+}
+
+// SetRandom makes the table draw keys and synthetic addresses from r (see
+// keyTagBits and regionAddrShift). It must be called before the first
+// registration; the cores call it once, when they are created.
+func (t *RegionTable) SetRandom(r Random) {
+	if len(t.slots) != 0 {
+		panic("verbs: SetRandom after a region was registered")
+	}
+	t.rand = r
+	t.idxMask = uint32(r.Uint64()) &^ keyTagMask
+}
+
+// RegionGuessBits is the entropy, in bits, that a guess of a valid (rkey,
+// address) pair for one region of length n registered by RegisterMR must
+// overcome when the table has a Random, for a guesser who has seen no key
+// of the table (keyBits) and one who has (tagBits, the fresh tag only):
+// the probability per try is 2^-bits or less. The address part is the
+// number of possible bases over the bases whose range can contain a given
+// address.
+func RegionGuessBits(n uint64) (keyBits, tagBits float64) {
+	bases := float64(uint64(1) << (regionAddrBits - 12))          // multiples of regionAddrAlign below 2^63
+	cover := float64((n + regionAddrAlign - 1) / regionAddrAlign) // bases whose range holds one address
+	addr := math.Log2(bases / cover)
+	// Tags: 65535 non-zero values less the slot's previous one.
+	tag := math.Log2(65534)
+	return 16 + tag + addr, tag + addr
 }
 
 type regionSlot struct {
@@ -170,15 +216,25 @@ func (pd *ProtectionDomain) register(buf []byte, addr uint64, at bool, access Ac
 		t.slots = append(t.slots, regionSlot{})
 	}
 	s := &t.slots[idx]
-	s.tag++
-	if s.tag == 0 {
-		s.tag = 1
-	}
-	if !at {
-		addr = uint64(idx+1) << regionAddrShift
+	if t.rand == nil {
+		s.tag++
+		if s.tag == 0 {
+			s.tag = 1
+		}
+		if !at {
+			addr = uint64(idx+1) << regionAddrShift
+		}
+	} else {
+		prev := s.tag
+		for s.tag == 0 || s.tag == prev {
+			s.tag = uint16(t.rand.Uint64())
+		}
+		if !at {
+			addr = t.rand.Uint64() & (1<<regionAddrBits - 1) &^ (regionAddrAlign - 1)
+		}
 	}
 	m := &MemoryRegion{pd: pd, buf: buf, addr: addr, access: access,
-		key: idx<<keyTagBits | uint32(s.tag), valid: true}
+		key: (idx<<keyTagBits ^ t.idxMask) | uint32(s.tag), valid: true}
 	s.mr = m
 	return m, nil
 }
@@ -207,7 +263,7 @@ func (m *MemoryRegion) Deregister() error {
 		return ErrRegionInvalid
 	}
 	t := m.pd.t
-	idx := m.key >> keyTagBits
+	idx := (m.key ^ t.idxMask) >> keyTagBits
 	t.slots[idx].mr = nil
 	t.free.Push(idx)
 	m.valid = false
@@ -216,7 +272,7 @@ func (m *MemoryRegion) Deregister() error {
 
 // lookup returns the live region a key names, or nil.
 func (t *RegionTable) lookup(key uint32) *MemoryRegion {
-	idx := key >> keyTagBits
+	idx := (key ^ t.idxMask) >> keyTagBits
 	if int(idx) >= len(t.slots) {
 		return nil
 	}

@@ -390,12 +390,37 @@ func perfHello(cfg profile.Config, c *tcpCtrl, conn net.Conn, test string, stop 
 		return hello, err
 	}
 	got, want := udpAddr.Addr().Unmap(), tcpPeer.Addr().Unmap()
-	if got != want {
-		if a, err := netip.ParseAddr(cfg.UDP.ClientIP); err != nil || a.Unmap() != got {
-			return hello, fmt.Errorf("setup: client's UDP address %v is not its TCP address %v", got, want)
-		}
+	if got != want && !configuredPeer(cfg, got) {
+		return hello, fmt.Errorf("setup: client's UDP address %v is not its TCP address %v", got, want)
 	}
 	return hello, nil
+}
+
+// configuredPeer reports whether the server's own profile names a as a
+// data-path peer, although it is not the TCP peer's address: the profile's
+// udp.client_ip, or, with backend dpdk (whose ports usually sit on a data
+// network of their own, apart from the control network the TCP setup
+// uses), a static neighbour or an address on the subnet of one of its
+// ports. Such an address is one the operator put on this host's own
+// fabric, not a third party of the client's choosing.
+func configuredPeer(cfg profile.Config, a netip.Addr) bool {
+	if c, err := netip.ParseAddr(cfg.UDP.ClientIP); err == nil && c.Unmap() == a {
+		return true
+	}
+	if cfg.Backend != profile.BackendDPDK {
+		return false
+	}
+	for _, n := range cfg.DPDK.Neighbours {
+		if ip, err := netip.ParseAddr(n.IP); err == nil && ip.Unmap() == a {
+			return true
+		}
+	}
+	for _, port := range cfg.DPDK.Ports {
+		if pre, err := netip.ParsePrefix(port.IP); err == nil && pre.Bits() < 32 && pre.Masked().Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // perfClient connects to the server and runs the test.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/metaroce/metaroce/engine"
 	mr "github.com/metaroce/metaroce/metaroce"
@@ -53,7 +52,9 @@ var transportKinds = map[profile.Transport]transportKind{
 				paths = cfg.Metaroce.Paths
 			}
 			mc := cfg.Metaroce.Core()
-			mc.Node, mc.Incarnation = id, mr.Incarnation(time.Now().UnixNano()&0x7fffffff|1)
+			// Ids, keys and the incarnation from the OS's cryptographic
+			// generator: this endpoint faces a real network (issue 15).
+			mc.Node, mc.Incarnation, mc.Rand = id, 0, engine.SecureRandom()
 			mc.Paths, mc.AcceptIncoming = paths, server
 			mc.SendQueueDepth, mc.RecvQueueDepth = max(4096, depth), max(4096, depth)
 			ep, err := mr.NewEndpoint(mc)

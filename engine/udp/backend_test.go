@@ -69,13 +69,26 @@ func (p *pair) run(t testing.TB, limit time.Duration, cond func() bool) {
 	}
 }
 
+// Over real sockets the endpoints draw ids and incarnations as the CLI
+// does (engine.SecureRandom).
 func metaroceEndpoints(t testing.TB, p *pair, paths int) (*mr.Endpoint, *mr.Endpoint) {
 	t.Helper()
-	ea, err := mr.NewEndpoint(mr.Config{Node: 1, Incarnation: 1, Paths: paths, MTU: 1024})
+	return metaroceEndpointsWith(t, p, mr.Config{Paths: paths})
+}
+
+// metaroceEndpointsWith is metaroceEndpoints with more of the endpoints'
+// configuration (Paths and any other field set in base; Node, MTU,
+// AcceptIncoming and Rand are set here).
+func metaroceEndpointsWith(t testing.TB, p *pair, base mr.Config) (*mr.Endpoint, *mr.Endpoint) {
+	t.Helper()
+	ca, cb := base, base
+	ca.Node, ca.MTU, ca.Rand = 1, 1024, engine.SecureRandom()
+	cb.Node, cb.MTU, cb.Rand, cb.AcceptIncoming = 2, 1024, engine.SecureRandom(), true
+	ea, err := mr.NewEndpoint(ca)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb, err := mr.NewEndpoint(mr.Config{Node: 2, Incarnation: 1, Paths: paths, MTU: 1024, AcceptIncoming: true})
+	eb, err := mr.NewEndpoint(cb)
 	if err != nil {
 		t.Fatal(err)
 	}

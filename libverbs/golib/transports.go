@@ -20,7 +20,9 @@ import (
 var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error){
 	profile.TransportMetaroce: func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error) {
 		mc := cfg.Metaroce.Core()
-		mc.Node, mc.Incarnation = id, mr.Incarnation(time.Now().UnixNano()&0x7fffffff|1)
+		// Ids, keys and the incarnation from the OS's cryptographic
+		// generator: this endpoint faces a real network (issue 15).
+		mc.Node, mc.Incarnation, mc.Rand = id, 0, engine.SecureRandom()
 		// Both ends accept: which end dials depends on the addresses.
 		mc.AcceptIncoming = true
 		// Streams carry the QP pair's indices (stream = lo << 8 | hi).
