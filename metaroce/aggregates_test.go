@@ -175,6 +175,9 @@ func (c *Conn) walkDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	}
 	at(ka.Add(cfg.KeepaliveInterval))
 	at(c.lastRx.Add(cfg.PeerDeadTimeout))
+	if c.qpCheckAt != 0 {
+		at(c.qpCheckAt) // the QPs' no-ACK bound (qptimers.go)
+	}
 	return d, ready
 }
 

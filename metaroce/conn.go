@@ -108,6 +108,7 @@ type Conn struct {
 	lastRx        verbs.Time
 	lastKeepalive verbs.Time
 	retryAt       verbs.Time // next CONNECT or CLOSE attempt
+	qpCheckAt     verbs.Time // lower bound of the QPs' no-ACK deadlines; 0: none running (qptimers.go)
 	connectSentAt verbs.Time // the last CONNECT or ACCEPT sent: the answer gives a first RTT sample
 	tries         int
 
@@ -206,6 +207,9 @@ func (c *Conn) CreateQP(id StreamID, attr verbs.QPAttr) (*QueuePair, error) {
 	}
 	c.ep.nextQPN++
 	q := &QueuePair{conn: c, id: id, qpn: c.ep.nextQPN, pd: attr.PD, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ}
+	if t := attr.Timers; t != nil {
+		q.timers = qpTimers{set: true, noAck: t.NoAckLimit(), rnrTries: t.RNRRetries(), rnrWait: verbs.RNRTimer(t.MinRNRTimer)}
+	}
 	if int(id) >= len(c.qps) {
 		c.qps = append(c.qps, make([]*QueuePair, int(id)+1-len(c.qps))...)
 	}
@@ -269,6 +273,7 @@ func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 		}
 		if q.sq.Len() > 0 {
 			c.activate(q)
+			c.startNoAck(now, q)
 		}
 	}
 }
@@ -529,6 +534,9 @@ func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	}
 	at(ka.Add(cfg.KeepaliveInterval))
 	at(c.lastRx.Add(cfg.PeerDeadTimeout))
+	if c.qpCheckAt != 0 {
+		at(c.qpCheckAt) // a QP's no-ACK limit (qptimers.go)
+	}
 	if checkDeadline != nil {
 		checkDeadline(c, now, d, ready)
 	}
@@ -566,6 +574,9 @@ func (c *Conn) onTimer(now verbs.Time) {
 	if now.Sub(c.lastRx) >= cfg.PeerDeadTimeout {
 		c.fail(verbs.StatusRetryExceeded, verbs.FailPeerDead)
 		return
+	}
+	if c.qpCheckAt != 0 && now >= c.qpCheckAt {
+		c.checkNoAck(now)
 	}
 	if now.Sub(c.lastRx) >= cfg.KeepaliveInterval && now.Sub(c.lastKeepalive) >= cfg.KeepaliveInterval {
 		c.lastKeepalive = now

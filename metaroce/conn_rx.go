@@ -246,6 +246,7 @@ func (c *Conn) retire(p *txPath, s *txSlot) {
 	case slotData:
 		m := s.msg
 		m.outstanding--
+		m.qp.progressed(c.lastRx) // lastRx: the time of the ACK being processed
 		if (!s.nop || s.moved) && s.attempt == m.attempt && m.status == verbs.StatusSuccess && !m.finished {
 			if !m.moved || m.acked.add(int(s.offset/uint32(c.mtu))) {
 				m.ackedChunks++
@@ -312,7 +313,8 @@ func (c *Conn) onNak(now verbs.Time, body []byte) {
 func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 	cfg := &c.ep.cfg
 	m.rnrTries++
-	if m.rnrTries > cfg.RNRRetries {
+	m.qp.progressed(now) // the responder answered
+	if limit := c.rnrRetries(m.qp); limit >= 0 && m.rnrTries > limit {
 		c.failMsg(m, verbs.StatusRNRRetryExceeded)
 		c.breakStream(m.qp)
 		return
@@ -323,7 +325,9 @@ func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 	m.moved = false
 	// The back-off doubles per retry, up to 2^16 times the first one.
 	wait := cfg.RNRBackoff << min(m.rnrTries-1, 16)
-	if h := verbs.Time(hint); h > verbs.Time(wait) {
+	if h := verbs.Time(hint); m.qp.timers.set && h > 0 {
+		wait = h.Sub(0) // IB: the responder's min_rnr_timer, every time
+	} else if h > verbs.Time(wait) {
 		wait = h.Sub(0)
 	}
 	q := m.qp
@@ -403,8 +407,11 @@ func (c *Conn) nak(h *Header, m *MsgHeader, st verbs.Status) verdict {
 	case verbs.StatusReceiverNotReady:
 		c.c.RNRNaksSent++
 	}
-	c.queueCtrl(ctrlPkt{op: OpNak, nak: NakBody{Path: h.Path, PathGen: h.PathGen, PSN: h.PSN,
-		Stream: m.Stream, Status: st, MsgSeq: m.MsgSeq}})
+	nb := NakBody{Path: h.Path, PathGen: h.PathGen, PSN: h.PSN, Stream: m.Stream, Status: st, MsgSeq: m.MsgSeq}
+	if st == verbs.StatusReceiverNotReady {
+		nb.RNRWait = c.rnrNakWait(m.Stream)
+	}
+	c.queueCtrl(ctrlPkt{op: OpNak, nak: nb})
 	if st != verbs.StatusReceiverNotReady && h.Opcode != OpReadResp {
 		// The message ends here (the sender fails it): its window entry
 		// is done, so later messages of the stream are not held by it.
@@ -617,6 +624,7 @@ func (c *Conn) placeReadResp(q *QueuePair, m *MsgHeader, payload []byte) verdict
 	if m.MsgLen != msg.length {
 		return dropped
 	}
+	q.progressed(c.lastRx) // a READ response acknowledges the READ
 	if m.Imm != 0 {
 		// The responder ends the READ (see MsgHeader: its source was
 		// deregistered while it served it).

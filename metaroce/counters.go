@@ -47,6 +47,7 @@ type ConnCounters struct {
 	NaksReceived      uint64
 	RNRNaksSent       uint64
 	RNRRetries        uint64
+	QPAckTimeouts     uint64 // QPs whose work went their QPTimers.NoAckLimit unacknowledged (qptimers.go)
 	Retransmits       uint64 // sequenced packets resent (SACK + timeout), data and NOPs
 	SackGaps          uint64
 	ECNEchoes         uint64

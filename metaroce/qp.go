@@ -43,6 +43,8 @@ type QueuePair struct {
 	rqBase MsgSeq // recv_seq of rq's front
 
 	rxw rxWindow // the peer's messages on this stream, as responder
+
+	timers qpTimers // per-QP budgets, if given (qptimers.go)
 }
 
 // ID is the stream id, equal on both ends of the connection.
@@ -110,6 +112,9 @@ func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 		q.nextRecvSeq++
 	}
 	q.nextSeq++
+	if q.sq.Len() == 0 {
+		c.startNoAck(now, q) // the QP's work waits for an acknowledgement from now
+	}
 	if c.mtu > 0 {
 		c.sizeMsg(m)
 	} // else establish sizes it, once the MTU is negotiated

@@ -92,6 +92,8 @@ type Conn struct {
 	sched queue.Slot[*Conn] // deadline and ready-line place in Endpoint.sched
 
 	c ConnCounters
+
+	budget qpBudget // the QP's timeout and retry budgets (qptimers.go)
 }
 
 func newConn(e *Endpoint, now verbs.Time, peer verbs.PeerHandle, qpn uint32) *Conn {
@@ -99,6 +101,7 @@ func newConn(e *Endpoint, now verbs.Time, peer verbs.PeerHandle, qpn uint32) *Co
 	c := &Conn{ep: e, peer: peer, qpn: qpn, mtu: cfg.MTU,
 		retriesLeft: cfg.RetryCount, rnrLeft: cfg.RNRRetry, maxRd: cfg.MaxRdAtomic}
 	c.qp.conn = c
+	c.budget.fromConfig(cfg)
 	c.sched.Init(c)
 	c.psnStart = PSN((qpn*0x9E3779B1 ^ cfg.PSNSeed*0x85EBCA6B) & PSNMask)
 	c.nextPSN, c.una, c.sndPSN, c.sndMax = c.psnStart, c.psnStart, c.psnStart, c.psnStart
@@ -179,6 +182,10 @@ func (c *Conn) CreateQP(attr verbs.QPAttr) (*QueuePair, error) {
 		return nil, ErrQPExists
 	}
 	c.qp.pd, c.qp.sendCQ, c.qp.recvCQ = attr.PD, attr.SendCQ, attr.RecvCQ
+	if attr.Timers != nil {
+		c.budget.fromTimers(*attr.Timers)
+		c.retriesLeft, c.rnrLeft = c.budget.retries, c.budget.rnrRetry
+	}
 	return &c.qp, nil
 }
 
@@ -261,7 +268,7 @@ func (c *Conn) fail(st verbs.Status, why verbs.FailReason) {
 }
 
 // ackTimeout is the local ACK timeout.
-func (c *Conn) ackTimeout() verbs.Time { return verbs.Time(AckTimeout(c.ep.cfg.AckTimeoutCode)) }
+func (c *Conn) ackTimeout() verbs.Time { return verbs.Time(AckTimeout(c.budget.ackCode)) }
 
 // computeDeadline returns the earliest time the QP needs OnTimer; work that
 // NextPacket can do at once is not a deadline but readiness.
@@ -292,7 +299,7 @@ func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	} else if c.blockedUntil > now && c.requesterHasWork() {
 		at(c.blockedUntil)
 	}
-	if c.una != c.sndMax {
+	if c.una != c.sndMax && c.budget.ackCode != 0 { // timeout 0: infinite
 		at(max(c.lastProgress, c.blockedUntil) + c.ackTimeout())
 	}
 	return d, ready
@@ -322,7 +329,7 @@ func (c *Conn) onTimer(now verbs.Time) {
 	default:
 		return
 	}
-	if c.una != c.sndMax && now >= max(c.lastProgress, c.blockedUntil)+c.ackTimeout() {
+	if c.una != c.sndMax && c.budget.ackCode != 0 && now >= max(c.lastProgress, c.blockedUntil)+c.ackTimeout() {
 		c.c.Timeouts++
 		c.retry(now, c.una)
 	}

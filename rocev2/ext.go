@@ -3,6 +3,8 @@ package rocev2
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // Extension header sizes (IBA 9.3).
@@ -133,27 +135,10 @@ func (d *DETH) Decode(b []byte) error {
 	return nil
 }
 
-// rnrTimerTable is IBA Table 45: the RNR NAK timer field's code to time.
-// Code 0 is the longest (655.36 ms).
-var rnrTimerTable = [32]time.Duration{
-	655360 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond, 30 * time.Microsecond,
-	40 * time.Microsecond, 60 * time.Microsecond, 80 * time.Microsecond, 120 * time.Microsecond,
-	160 * time.Microsecond, 240 * time.Microsecond, 320 * time.Microsecond, 480 * time.Microsecond,
-	640 * time.Microsecond, 960 * time.Microsecond, 1280 * time.Microsecond, 1920 * time.Microsecond,
-	2560 * time.Microsecond, 3840 * time.Microsecond, 5120 * time.Microsecond, 7680 * time.Microsecond,
-	10240 * time.Microsecond, 15360 * time.Microsecond, 20480 * time.Microsecond, 30720 * time.Microsecond,
-	40960 * time.Microsecond, 61440 * time.Microsecond, 81920 * time.Microsecond, 122880 * time.Microsecond,
-	163840 * time.Microsecond, 245760 * time.Microsecond, 327680 * time.Microsecond, 491520 * time.Microsecond,
-}
-
-// RNRTimer returns the time an RNR NAK timer code (0..31) stands for.
-func RNRTimer(code uint8) time.Duration { return rnrTimerTable[code&0x1F] }
+// RNRTimer returns the time an RNR NAK timer code (0..31) stands for
+// (IBA Table 45; the table lives in verbs, shared with metaroce).
+func RNRTimer(code uint8) time.Duration { return verbs.RNRTimer(code) }
 
 // AckTimeout returns the local ACK timeout of an IB timeout code:
 // 4.096 µs * 2^code (IBA 9.7.6.1.3). Code 0 means "infinite" and returns 0.
-func AckTimeout(code uint8) time.Duration {
-	if code == 0 || code > 31 {
-		return 0
-	}
-	return 4096 * time.Nanosecond << code
-}
+func AckTimeout(code uint8) time.Duration { return verbs.AckTimeout(code) }

@@ -253,9 +253,8 @@ func (c *Conn) completeHead() {
 
 // onProgress restarts the timer and the retry counts after una advanced.
 func (c *Conn) onProgress(now verbs.Time) {
-	cfg := &c.ep.cfg
 	c.lastProgress = now
-	c.retriesLeft, c.rnrLeft = cfg.RetryCount, cfg.RNRRetry
+	c.retriesLeft, c.rnrLeft = c.budget.retries, c.budget.rnrRetry
 	c.readGap = false
 	if c.haveNak && c.lastNakPSN.Less(c.una) {
 		c.haveNak = false
@@ -295,7 +294,7 @@ func (c *Conn) onAck(now verbs.Time, p *Packet) {
 		if c.una != psn {
 			return
 		}
-		if c.ep.cfg.RNRRetry != 7 {
+		if c.budget.rnrRetry != verbs.RNRForever {
 			if c.rnrLeft <= 0 {
 				c.toError(verbs.StatusRNRRetryExceeded, verbs.FailRNRRetryExceeded)
 				return

@@ -208,7 +208,7 @@ func (c *Conn) accepted(p *Packet, n int, completed bool) {
 
 func (c *Conn) rnr(psn PSN) {
 	c.nakSent = true // later packets of this episode are dropped silently
-	c.queueResp(respRNR, psn, SynRNR|Syndrome(c.ep.cfg.MinRNRTimer))
+	c.queueResp(respRNR, psn, SynRNR|Syndrome(c.budget.minRNR))
 }
 
 // responderError NAKs a request and puts the QP in the error state. The

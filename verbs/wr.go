@@ -29,9 +29,11 @@ type RecvWR struct {
 
 // QPAttr configures a queue pair (ibv_qp_init_attr): its protection domain,
 // which must be one of the device's, and the queues its send and receive
-// completions go to (nil: that side's completions are dropped).
+// completions go to (nil: that side's completions are dropped), and the
+// transport budgets it is held to (nil: the endpoint's configured ones).
 type QPAttr struct {
 	PD     *ProtectionDomain
 	SendCQ *CompletionQueue
 	RecvCQ *CompletionQueue
+	Timers *QPTimers
 }

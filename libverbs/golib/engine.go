@@ -105,6 +105,17 @@ type qp struct {
 	// waitUntil: while the QP waits for its peer's connection (accepting
 	// side), when its work fails instead (failUnconnected); 0 otherwise.
 	waitUntil verbs.Time
+	// timers: the budgets ibv_modify_qp set (min_rnr_timer at RTR, the
+	// rest at RTS), which the core QP is held to.
+	timers   verbs.QPTimers
+	session  verbs.Session // the core QP's, once attached
+	sendSeen bool          // a send completion was reported
+}
+
+// timerSetter is a core QP whose budgets can change after creation
+// (ibv_modify_qp to RTS after the RTR that created it).
+type timerSetter interface {
+	SetTimers(now verbs.Time, t verbs.QPTimers)
 }
 
 var (
@@ -213,13 +224,14 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 
 // attach creates q's core QP on session s and posts what waited.
 func (g *eng) attach(now verbs.Time, q *qp, s verbs.Session) {
-	core, err := s.CreateQP(q.stream, verbs.QPAttr{PD: q.pd, SendCQ: q.scq.core, RecvCQ: q.rcq.core})
+	timers := q.timers
+	core, err := s.CreateQP(q.stream, verbs.QPAttr{PD: q.pd, SendCQ: q.scq.core, RecvCQ: q.rcq.core, Timers: &timers})
 	if err != nil {
 		q.failed = err
 		fmt.Fprintf(os.Stderr, "metaroce verbs: QP %#x: stream %d on %v: %v\n", q.qpn, q.stream, q.peer, err)
 		return
 	}
-	q.core, q.waitUntil = core, 0
+	q.core, q.waitUntil, q.session = core, 0, s
 	g.byCore[core.QPN()] = q
 	g.flush(now, q)
 }
@@ -294,6 +306,15 @@ func (g *eng) drain(c *cq) {
 					// responder's Invalid Request NAK.
 					st = C.IBV_WC_REM_INV_REQ_ERR
 				}
+				if wc.Status == verbs.StatusFlushed && !q.sendSeen && q.session != nil &&
+					q.session.FailReason() == verbs.FailConnectTimeout {
+					// The dialing side of a QP whose peer never
+					// connected: the core flushes the session that
+					// never came up; an HCA's requester reports its
+					// first work request as retried to exhaustion.
+					st = C.IBV_WC_RETRY_EXC_ERR
+				}
+				q.sendSeen = true
 				s := q.slots[wc.WRID%uint64(len(q.slots))]
 				q.outstanding--
 				if !s.signaled && wc.Status == verbs.StatusSuccess {

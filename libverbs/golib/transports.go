@@ -32,8 +32,10 @@ var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backe
 		// out-of-band exchange), and a loaded machine delays answers:
 		// the CLI's lock-step defaults are too tight here.
 		verbsConnect(&mc)
+		// The connection's peer-dead timer, for the whole process pair;
+		// each QP is held to its own timeout x (retry_cnt+1) and
+		// rnr_retry (verbs.QPTimers, set at RTR and RTS).
 		mc.PeerDeadTimeout = max(mc.PeerDeadTimeout, 2*time.Second)
-		mc.RNRRetries = max(mc.RNRRetries, 1000)
 		ep, err := mr.NewEndpoint(mc)
 		if err != nil {
 			return nil, err

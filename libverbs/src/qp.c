@@ -141,9 +141,18 @@ MRV_EXPORT int mrv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		ga.min_rnr_timer = (mask & IBV_QP_MIN_RNR_TIMER) ? attr->min_rnr_timer : 0;
 	}
 	if (to == IBV_QPS_RTS) {
-		ga.timeout = (mask & IBV_QP_TIMEOUT) ? attr->timeout : 14;
-		ga.retry_cnt = (mask & IBV_QP_RETRY_CNT) ? attr->retry_cnt : 7;
-		ga.rnr_retry = (mask & IBV_QP_RNR_RETRY) ? attr->rnr_retry : 7;
+		/* What the mask omits keeps its earlier value (RTS -> RTS), or
+		 * takes the library's default (14, 7, 7). */
+		pthread_mutex_lock(&q->mu);
+		int had = q->attr_mask;
+		struct ibv_qp_attr old = q->attr;
+		pthread_mutex_unlock(&q->mu);
+		ga.timeout = (mask & IBV_QP_TIMEOUT) ? attr->timeout : (had & IBV_QP_TIMEOUT) ? old.timeout : 14;
+		ga.retry_cnt = (mask & IBV_QP_RETRY_CNT) ? attr->retry_cnt : (had & IBV_QP_RETRY_CNT) ? old.retry_cnt : 7;
+		ga.rnr_retry = (mask & IBV_QP_RNR_RETRY) ? attr->rnr_retry : (had & IBV_QP_RNR_RETRY) ? old.rnr_retry : 7;
+		/* Values above the IBA's 3 bits are the program's error. */
+		if (ga.timeout > 31 || ga.retry_cnt > 7 || ga.rnr_retry > 7)
+			return EINVAL;
 	}
 	if (to != from || to == IBV_QPS_RTS) {
 		char msg[256] = "";
