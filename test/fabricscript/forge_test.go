@@ -177,6 +177,11 @@ func TestPerfVerifyCatchesForgedPackets(t *testing.T) {
 		off, r.first.m.Offset, r.first.m.PayloadLen, r.stolen.m.Offset, r.stolen.m.PayloadLen)
 }
 
+// forgedMsgAhead is how far ahead of the sniffed message the forgery's
+// message sequence is: well inside the responder's window (MsgWindow)
+// and the run's 400 messages, late enough not to have arrived yet.
+const forgedMsgAhead = 300
+
 var verifyRE = regexp.MustCompile(`verify: QP (\d+) message \d+: first wrong byte at offset (\d+)`)
 
 // parseWrite reads an IPv4/UDP datagram from host A to B's port 4794
@@ -207,6 +212,11 @@ func forge(c chunk, ahead metaroce.PSN) []byte {
 	h := c.h
 	h.PSN += ahead
 	h.Flags = 0
+	// A later message's sequence number, with the sniffed chunk's target:
+	// the responder places each chunk of a message once, so a copy that
+	// names the sniffed (already placed) chunk itself would be dropped as
+	// a duplicate; one that names a message not yet seen is placed.
+	c.m.MsgSeq += forgedMsgAhead
 	n := metaroce.HeaderLen + metaroce.MsgHeaderLen + int(c.m.PayloadLen)
 	pkt := make([]byte, n+metaroce.CRCLen)
 	h.Put(pkt)
