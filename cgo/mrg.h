@@ -115,7 +115,8 @@ typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 	X(int, MetaroceVerbsModifyQP, (uint32_t qp, const struct mrg_qp_attr *attr, char *err, int errlen)) \
 	X(int, MetaroceVerbsDestroyQP, (uint32_t qp))                                          \
 	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int *posted)) \
-	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted))
+	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted)) \
+	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n))
 
 #define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
 MRG_API(MRG_DECLARE)

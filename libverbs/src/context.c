@@ -248,6 +248,7 @@ MRV_EXPORT struct ibv_context *mrv_open_device(struct ibv_device *dev)
 	m->vctx.sz = sizeof m->vctx;
 	m->vctx.query_port = query_port;
 	m->vctx.query_device_ex = query_device_ex;
+	m->vctx.create_qp_ex = mrv_create_qp_ex;
 	return c;
 }
 

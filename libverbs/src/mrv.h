@@ -124,10 +124,16 @@ struct mrv_channel {
 	unsigned cap, head, count;
 };
 
-/* A queue pair (RC only). */
+/* A queue pair (RC only). The public part is a struct ibv_qp_ex, whose
+ * first member is the struct ibv_qp (qp_base): ibv_qp_to_qp_ex hands out
+ * qpx of a QP created with ibv_create_qp_ex and send_ops_flags (qp_ex.c). */
 struct mrv_qp {
-	struct ibv_qp qp; /* public: must stay first */
-	pthread_mutex_t mu; /* serialises posts: the scratch arrays are shared */
+	union {
+		struct ibv_qp qp;     /* public: must stay first */
+		struct ibv_qp_ex qpx; /* its qp_base is qp */
+	};
+	pthread_mutex_t mu; /* serialises posts: the scratch arrays are shared;
+			     * held from ibv_wr_start to wr_complete/wr_abort */
 	int sq_sig_all;
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */
@@ -142,6 +148,10 @@ struct mrv_qp {
 	struct mrg_send_wr *sbuf;
 	struct mrg_recv_wr *rbuf;
 	int sbuf_cap, rbuf_cap;
+	/* The ibv_wr_* batch (qp_ex.c): is_ex once created with send_ops_flags;
+	 * wr_n work requests built in sbuf since ibv_wr_start, wr_err the
+	 * first error (wr_complete returns it and posts nothing). */
+	int is_ex, wr_open, wr_n, wr_err;
 };
 
 static inline struct mrv_context *to_mctx(struct ibv_context *c)
@@ -168,6 +178,13 @@ int mrv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int mrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int mrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* ibv_create_qp's body, which ibv_create_qp_ex shares (qp.c). */
+struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
+
+/* verbs_context.create_qp_ex, and the ibv_qp_ex table of a QP it
+ * creates (qp_ex.c). */
+struct ibv_qp *mrv_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
 
 /* mrv_open_transport starts the transport (transport.c): fills ep, or
  * returns an errno value after printing why on stderr. */

@@ -8,13 +8,6 @@
 
 #define NOTYET EOPNOTSUPP
 
-/* The ibv_wr_* extended posting API (struct ibv_qp_ex). */
-MRV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	return mrv_fail_ptr(NOTYET);
-}
-
 /* Asynchronous events: none is raised yet (ctx->async_fd never becomes
  * readable). */
 MRV_EXPORT int mrv_get_async_event(struct ibv_context *c, struct ibv_async_event *ev)
