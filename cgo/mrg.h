@@ -95,6 +95,13 @@ struct mrv_cq;
  * engine goroutine. */
 typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 
+/* The C side's asynchronous-event sink, passed to MetaroceVerbsAsyncInit:
+ * queues event (an enum ibv_event_type) for the QP numbered qpn, or for
+ * every open device when qpn is 0 (async.c). Called on the engine
+ * goroutine (or the goroutine that saw the engine stop); never calls back
+ * into Go. */
+typedef void (*mrg_async_fn)(uint32_t qpn, int event);
+
 /*
  * The calls of the Go side, resolved with dlsym by name (MRG_API lists
  * them: return type, name, arguments). Handles are non-zero uint32s;
@@ -116,7 +123,8 @@ typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 	X(int, MetaroceVerbsDestroyQP, (uint32_t qp))                                          \
 	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int *posted)) \
 	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted)) \
-	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n))
+	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n))          \
+	X(int, MetaroceVerbsAsyncInit, (mrg_async_fn fn))
 
 #define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
 MRG_API(MRG_DECLARE)

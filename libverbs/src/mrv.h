@@ -83,10 +83,13 @@ struct mrv_device {
 	uint64_t guid;         /* host byte order */
 };
 
+struct mrv_async;
+
 /* An open device. */
 struct mrv_context {
 	struct verbs_context vctx; /* public: the app holds &vctx.context */
 	struct mrv_endpoint ep;
+	struct mrv_async *async; /* its asynchronous events (async.c) */
 };
 
 /* A protection domain. */
@@ -152,6 +155,10 @@ struct mrv_qp {
 	 * wr_n work requests built in sbuf since ibv_wr_start, wr_err the
 	 * first error (wr_complete returns it and posts nothing). */
 	int is_ex, wr_open, wr_n, wr_err;
+	/* Asynchronous events (async.c): delivered by ibv_get_async_event and
+	 * not yet acknowledged; ibv_destroy_qp waits for them. Counted under
+	 * qp.mutex, as rdma-core's events_completed. */
+	uint32_t events_reported;
 };
 
 static inline struct mrv_context *to_mctx(struct ibv_context *c)
@@ -185,6 +192,16 @@ struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
 /* verbs_context.create_qp_ex, and the ibv_qp_ex table of a QP it
  * creates (qp_ex.c). */
 struct ibv_qp *mrv_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
+
+/* Asynchronous events (async.c): a context's queue and async_fd, opened
+ * and closed with the context; a QP is registered while it exists so that
+ * the Go side can name it by QPN; mrv_async_qp_gone drops its queued events
+ * and waits until the delivered ones are acknowledged (ibv_destroy_qp). */
+int mrv_async_open(struct mrv_context *m);
+void mrv_async_close(struct mrv_context *m);
+void mrv_async_qp_add(struct mrv_qp *q);
+void mrv_async_qp_gone(struct mrv_qp *q);
+void mrv_async_push(uint32_t qpn, int event);
 
 /* mrv_open_transport starts the transport (transport.c): fills ep, or
  * returns an errno value after printing why on stderr. */

@@ -91,6 +91,7 @@ MRV_EXPORT struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	q->qp.qp_type = IBV_QPT_RC;
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
+	mrv_async_qp_add(q);
 	return &q->qp;
 }
 
@@ -231,6 +232,9 @@ MRV_EXPORT int mrv_destroy_qp(struct ibv_qp *ibqp)
 	int err = mrg.MetaroceVerbsDestroyQP(ibqp->handle);
 	if (err)
 		return err;
+	/* No event is raised for it from here on; wait for the program to
+	 * acknowledge those it took (rdma-core's events_completed). */
+	mrv_async_qp_gone(q);
 	if (q->bounce) {
 		mrg.MetaroceVerbsDeregMR(q->bounce_mr);
 		free(q->bounce);
@@ -238,6 +242,8 @@ MRV_EXPORT int mrv_destroy_qp(struct ibv_qp *ibqp)
 	free(q->sbuf);
 	free(q->rbuf);
 	pthread_mutex_destroy(&q->mu);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
 	free(q);
 	return 0;
 }
