@@ -102,6 +102,13 @@ typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
  * into Go. */
 typedef void (*mrg_async_fn)(uint32_t qpn, int event);
 
+/* What MetaroceVerbsDataInOrder answers: the capability bits of rdma-core's
+ * later IBV_QUERY_QP_DATA_IN_ORDER_* (v44's header predates them). */
+enum {
+	MRG_IN_ORDER_WHOLE_MSG = 1 << 0,
+	MRG_IN_ORDER_ALIGNED_128_BYTES = 1 << 1,
+};
+
 /*
  * The calls of the Go side, resolved with dlsym by name (MRG_API lists
  * them: return type, name, arguments). Handles are non-zero uint32s;
@@ -124,7 +131,8 @@ typedef void (*mrg_async_fn)(uint32_t qpn, int event);
 	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int *posted)) \
 	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted)) \
 	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n))          \
-	X(int, MetaroceVerbsAsyncInit, (mrg_async_fn fn))
+	X(int, MetaroceVerbsAsyncInit, (mrg_async_fn fn))                                              \
+	X(int, MetaroceVerbsDataInOrder, (int op, uint32_t *caps))
 
 #define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
 MRG_API(MRG_DECLARE)
