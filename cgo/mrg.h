@@ -114,6 +114,13 @@ enum {
  * them: return type, name, arguments). Handles are non-zero uint32s;
  * every call returns 0 or an errno value (the transport starts at the
  * first call that needs it and prints why when it cannot).
+ *
+ * MetaroceVerbsPostSend queues as many of the n work requests as the send
+ * queue has room for (*posted; ENOMEM if not all), ibv_post_send's rule;
+ * MetaroceVerbsPostSendAll, one ibv_wr_complete batch, all or none.
+ * MetaroceVerbsAsyncInit hands over the event sink (once, at load).
+ * MetaroceVerbsDataInOrder writes MRG_IN_ORDER_* bits for opcode op
+ * (MRG_OP_*) under the transport ibv_open_device read.
  */
 #define MRG_API(X)                                                                          \
 	X(int, MetaroceVerbsOpen, (struct mrv_endpoint * ep, mrg_push_fn push, char *err, int errlen))          \
