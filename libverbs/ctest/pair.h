@@ -48,6 +48,10 @@ static int pair_die_after_exchange, pair_no_sync;
 static int pair_stop_at_rtr;
 static uint64_t pair_send_ops;
 
+/* Set before setup: the CQ is created with ibv_create_cq_ex and these
+ * wc_flags (side.cqx; side.cq is ibv_cq_ex_to_cq of it). */
+static uint64_t pair_cq_ex_flags;
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -68,6 +72,7 @@ struct side {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_cq_ex *cqx; /* when pair_cq_ex_flags */
 	struct ibv_qp *qp[MAXQP];
 	struct ibv_mr *mr;
 	uint8_t *buf;
@@ -106,7 +111,12 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 		exit(2);
 	}
 	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
+	if (pair_cq_ex_flags) {
+		struct ibv_cq_init_attr_ex ca = {.cqe = 256, .wc_flags = pair_cq_ex_flags};
+		s->cqx = ibv_create_cq_ex(s->ctx, &ca);
+		s->cq = s->cqx ? ibv_cq_ex_to_cq(s->cqx) : NULL;
+	} else
+		s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
 	s->buf = aligned_alloc(4096, PAIR_BUF);
 	memset(s->buf, fill, PAIR_BUF);
 	s->mr = ibv_reg_mr(s->pd, s->buf, PAIR_BUF,

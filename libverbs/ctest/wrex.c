@@ -24,6 +24,13 @@
  *            requests than the send queue (ENOMEM), wr_complete without
  *            wr_start (EINVAL); wr_abort discards; a failed or aborted
  *            batch posts nothing, and the QP works afterwards.
+ *   cqex     both CQs made by ibv_create_cq_ex (wc_flags BYTE_LEN, IMM,
+ *            QP_NUM): ibv_start_poll/ibv_next_poll/ibv_end_poll and the
+ *            ibv_wc_read_* calls report a batch of four work requests and
+ *            the responder's receives (opcode, byte_len, immediate, flags,
+ *            QP number), start_poll on an empty CQ says ENOENT, and a CQ
+ *            asking for completion timestamps is refused (EOPNOTSUPP: the
+ *            device has no clock).
  *   inorder  ibv_query_qp_data_in_order answers for the transport
  *            (METAROCE_TRANSPORT, default metaroce): flags 0 gives 1 or 0,
  *            flags IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS (1, rdma-core 47)
@@ -333,6 +340,106 @@ static void resp_refuse(struct side *s)
 	sync_peer(s->sock);
 }
 
+#define CQEX_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM)
+
+/* cqex_wait polls with start_poll until a batch starts (ENOENT: empty);
+ * the caller ends it. */
+static int cqex_wait(struct side *s, double ms)
+{
+	double end = now_ms() + ms;
+	struct ibv_poll_cq_attr pa = {0};
+	while (now_ms() < end) {
+		int r = ibv_start_poll(s->cqx, &pa);
+		if (r == 0)
+			return 1;
+		if (r != ENOENT)
+			return 0;
+		usleep(100);
+	}
+	return 0;
+}
+
+static void req_cqex(struct side *s)
+{
+	struct ibv_poll_cq_attr pa = {0};
+	CHECK(s->cqx != NULL);
+	if (!s->cqx)
+		return;
+	CHECK(ibv_start_poll(s->cqx, &pa) == ENOENT); /* empty: no end_poll */
+	struct ibv_cq_init_attr_ex ca = {.cqe = 16, .wc_flags = CQEX_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+	errno = 0;
+	struct ibv_cq_ex *tcq = ibv_create_cq_ex(s->ctx, &ca);
+	CHECK(!tcq && errno == EOPNOTSUPP);
+	printf("case cqex: a CQ with completion timestamps: %s\n", tcq ? "created" : strerror(errno));
+	sync_peer(s->sock); /* the responder's receives are posted */
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(s->qp[0]);
+	uint8_t *b = s->buf;
+	fill(b, 4096, 20);
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 401;
+	ibv_wr_rdma_write(x, s->peer.rkey, s->peer.addr + W_OFF);
+	ibv_wr_set_sge(x, s->mr->lkey, (uintptr_t)b, 4096);
+	x->wr_id = 402;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, s->mr->lkey, (uintptr_t)b, 300);
+	x->wr_id = 403;
+	ibv_wr_rdma_write_imm(x, s->peer.rkey, s->peer.addr + WI_OFF, htobe32(IMM1));
+	ibv_wr_set_sge(x, s->mr->lkey, (uintptr_t)b, 1000);
+	x->wr_id = 404;
+	ibv_wr_rdma_read(x, s->peer.rkey, s->peer.addr + RD_OFF);
+	ibv_wr_set_sge(x, s->mr->lkey, (uintptr_t)(b + 8192), 2048);
+	CHECK(ibv_wr_complete(x) == 0);
+	static const enum ibv_wc_opcode want_op[4] = {IBV_WC_RDMA_WRITE, IBV_WC_SEND, IBV_WC_RDMA_WRITE,
+						      IBV_WC_RDMA_READ};
+	int seen = 0, ok = 1;
+	while (seen < 4 && cqex_wait(s, 5000)) {
+		int r = 0;
+		for (; seen < 4 && r == 0; r = ibv_next_poll(s->cqx)) {
+			ok = ok && s->cqx->status == IBV_WC_SUCCESS && s->cqx->wr_id == (uint64_t)(401 + seen) &&
+			     ibv_wc_read_opcode(s->cqx) == want_op[seen] && ibv_wc_read_qp_num(s->cqx) == s->qp[0]->qp_num;
+			seen++;
+		}
+		ibv_end_poll(s->cqx);
+	}
+	CHECK(seen == 4 && ok);
+	printf("case cqex: requester read %d/4 completions by start/next/end_poll%s\n", seen, ok ? "" : " (WRONG)");
+	sync_peer(s->sock);
+	sync_peer(s->sock);
+}
+
+static void resp_cqex(struct side *s)
+{
+	for (int i = 0; i < 2; i++)
+		CHECK(post_recv(s->qp[0], 500 + i, s->buf + RECV_OFF + 1024 * i, 1024, s->mr->lkey) == 0);
+	fill(s->buf + RD_OFF, 2048, 7);
+	sync_peer(s->sock);
+	sync_peer(s->sock); /* the requester saw its four completions */
+	int seen = 0, ok = 1;
+	while (seen < 2 && cqex_wait(s, 5000)) {
+		int r = 0;
+		for (; seen < 2 && r == 0; r = ibv_next_poll(s->cqx)) {
+			struct ibv_cq_ex *c = s->cqx;
+			unsigned fl = ibv_wc_read_wc_flags(c);
+			if (seen == 0)
+				ok = ok && c->wr_id == 500 && ibv_wc_read_opcode(c) == IBV_WC_RECV &&
+				     ibv_wc_read_byte_len(c) == 300 && !(fl & IBV_WC_WITH_IMM);
+			else
+				ok = ok && c->wr_id == 501 && ibv_wc_read_opcode(c) == IBV_WC_RECV_RDMA_WITH_IMM &&
+				     ibv_wc_read_byte_len(c) == 1000 && (fl & IBV_WC_WITH_IMM) &&
+				     be32toh(ibv_wc_read_imm_data(c)) == IMM1;
+			ok = ok && c->status == IBV_WC_SUCCESS && ibv_wc_read_qp_num(c) == s->qp[0]->qp_num;
+			seen++;
+		}
+		ibv_end_poll(s->cqx);
+	}
+	CHECK(seen == 2 && ok);
+	printf("case cqex: responder read %d/2 receives (opcode, byte_len, immediate, flags, QP)%s\n", seen,
+	       ok ? "" : " (WRONG)");
+	CHECK(same(s->buf + W_OFF, 4096, 20) && same(s->buf + WI_OFF, 1000, 20));
+	sync_peer(s->sock);
+}
+
 static void req_inorder(struct side *s)
 {
 	const char *t = getenv("METAROCE_TRANSPORT");
@@ -366,7 +473,7 @@ static void req_inorder(struct side *s)
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: wrex ops|refuse|inorder\n");
+		fprintf(stderr, "usage: wrex ops|refuse|cqex|inorder\n");
 		return 2;
 	}
 	const char *c = argv[1];
@@ -377,6 +484,8 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	pair_send_ops = OPS;
+	if (!strcmp(c, "cqex"))
+		pair_cq_ex_flags = CQEX_FLAGS;
 	pid_t child = fork();
 	if (child < 0) {
 		perror("fork");
@@ -391,6 +500,8 @@ int main(int argc, char **argv)
 			resp_ops(&s);
 		else if (!strcmp(c, "refuse"))
 			resp_refuse(&s);
+		else if (!strcmp(c, "cqex"))
+			resp_cqex(&s);
 		else if (!strcmp(c, "inorder"))
 			sync_peer(s.sock);
 		int counts[2] = {passed, failed};
@@ -402,6 +513,8 @@ int main(int argc, char **argv)
 		req_ops(&s);
 	else if (!strcmp(c, "refuse"))
 		req_refuse(&s);
+	else if (!strcmp(c, "cqex"))
+		req_cqex(&s);
 	else if (!strcmp(c, "inorder"))
 		req_inorder(&s);
 	else {

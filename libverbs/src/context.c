@@ -252,6 +252,7 @@ MRV_EXPORT struct ibv_context *mrv_open_device(struct ibv_device *dev)
 	m->vctx.query_port = query_port;
 	m->vctx.query_device_ex = query_device_ex;
 	m->vctx.create_qp_ex = mrv_create_qp_ex;
+	m->vctx.create_cq_ex = mrv_create_cq_ex;
 	return c;
 }
 

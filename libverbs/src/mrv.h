@@ -108,11 +108,17 @@ struct mrv_mr {
  * crosses into Go.
  */
 struct mrv_cq {
-	struct ibv_cq cq; /* public: must stay first */
+	union {
+		struct ibv_cq cq;     /* public: must stay first */
+		struct ibv_cq_ex cqx; /* ibv_create_cq_ex's (cq_ex.c): its prefix is cq */
+	};
 	pthread_mutex_t mu;
 	struct ibv_wc *ring;
 	unsigned size, head, count;
 	int armed; /* ibv_req_notify_cq was called since the last event */
+	/* ibv_start_poll .. ibv_end_poll (cq_ex.c): the completion the read_*
+	 * calls read, taken off the ring; mu is held meanwhile. */
+	struct ibv_wc cur;
 };
 
 /*
@@ -185,6 +191,12 @@ int mrv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int mrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int mrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* ibv_create_cq's body, which ibv_create_cq_ex shares (cq.c), and
+ * verbs_context.create_cq_ex (cq_ex.c). */
+struct ibv_cq *mrv_create_cq(struct ibv_context *c, int cqe, void *cq_context, struct ibv_comp_channel *channel,
+			     int comp_vector);
+struct ibv_cq_ex *mrv_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a);
 
 /* ibv_create_qp's body, which ibv_create_qp_ex shares (qp.c). */
 struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);

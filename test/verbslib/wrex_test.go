@@ -5,7 +5,8 @@ import "testing"
 // TestWRExtended runs ctest/wrex.c: every supported ibv_wr_* call moves
 // data the other process checks (ops); what is not supported fails the
 // batch cleanly and posts nothing (refuse); ibv_query_qp_data_in_order
-// answers for the transport (inorder).
+// answers for the transport (inorder); ibv_create_cq_ex's polling API
+// reports what ibv_poll_cq would (cqex).
 func TestWRExtended(t *testing.T) {
 	dir := libDir(t)
 	bin := buildC(t, dir, "wrex")
@@ -25,6 +26,8 @@ func TestWRExtended(t *testing.T) {
 			`more WRs than the send queue: wr_complete Cannot allocate memory`,
 			`completions from refused or aborted batches: none`, `a WRITE afterwards: success`,
 			`responder memory: only the last WRITE landed`}},
+		{"cqex", 10, []string{`a CQ with completion timestamps: Operation not supported`,
+			`requester read 4/4 completions by start/next/end_poll$`, `responder read 2/2 receives \(.*\)$`}},
 		// metaroce places only a WRITE's last byte last (the default
 		// transport here).
 		{"inorder", 22, []string{`metaroce WRITE: flags 0 -> 1, RETURN_CAPS -> 0x1`,
