@@ -18,6 +18,9 @@
  *           state when the connection's peer-dead timer ends the session:
  *           IBV_EVENT_QP_FATAL for QP 1, its receive flushed. ibv_destroy_qp
  *           of QP 1 waits until the event is acknowledged.
+ *   gone    as fatal, but QP 1 is destroyed before its event is taken: the
+ *           event is dropped (a non-blocking ibv_get_async_event answers
+ *           EAGAIN) and ibv_destroy_qp does not wait.
  *
  * Each case prints "case CASE: ..." lines with what it saw and the program
  * ends "N passed, M failed".
@@ -155,10 +158,40 @@ static void req_fatal(struct side *s, pid_t child)
 	CHECK(ibv_destroy_qp(s->qp[0]) == 0);
 }
 
+static void req_gone(struct side *s, pid_t child)
+{
+	CHECK(post_recv(s->qp[1], 20, s->buf + 2048, 64, s->mr->lkey) == 0);
+	struct ibv_wc wc = {0};
+	CHECK(post_rdma(s->qp[0], IBV_WR_RDMA_WRITE, 10, s->buf, s->mr->lkey, 64, s->peer.addr, s->peer.rkey) == 0);
+	CHECK(wait_wc(s, &wc, 5000) && wc.wr_id == 10 && wc.status == IBV_WC_SUCCESS);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	/* QP 0's own failure (an error completion, no event), as in fatal:
+	 * the only event is QP 1's. */
+	CHECK(post_rdma(s->qp[0], IBV_WR_RDMA_WRITE, 11, s->buf, s->mr->lkey, 64, s->peer.addr, s->peer.rkey) == 0);
+	CHECK(wait_wc(s, &wc, 5000) && wc.wr_id == 11 && wc.status == IBV_WC_RETRY_EXC_ERR);
+	int r = readable(s->ctx, FATAL_WAIT_MS);
+	CHECK(r);
+	printf("case gone: an event %s\n", r ? "is queued" : "never came");
+	double d0 = now_ms();
+	CHECK(ibv_destroy_qp(s->qp[1]) == 0);
+	double dt = now_ms() - d0;
+	CHECK(dt < 1000);
+	int fl = fcntl(s->ctx->async_fd, F_GETFL);
+	CHECK(fcntl(s->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
+	struct ibv_async_event ev;
+	errno = 0;
+	int g = ibv_get_async_event(s->ctx, &ev);
+	CHECK(g == -1 && errno == EAGAIN);
+	printf("case gone: ibv_destroy_qp took %.0f ms; then ibv_get_async_event: %s\n", dt,
+	       g ? strerror(errno) : ibv_event_type_str(ev.event_type));
+	CHECK(ibv_destroy_qp(s->qp[0]) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: async quiet|commest|fatal\n");
+		fprintf(stderr, "usage: async quiet|commest|fatal|gone\n");
 		return 2;
 	}
 	const char *c = argv[1];
@@ -170,7 +203,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uint8_t timeout = 14, retry = 7;
 	int nqp = 1;
-	if (!strcmp(c, "fatal"))
+	int killed = !strcmp(c, "fatal") || !strcmp(c, "gone");
+	if (killed)
 		timeout = 12, retry = 3, nqp = 2; /* 4.096 us x 2^12 x 4 = 67 ms */
 	pid_t child = fork();
 	if (child < 0) {
@@ -187,7 +221,7 @@ int main(int argc, char **argv)
 			quiet(&s);
 		else if (!strcmp(c, "commest"))
 			resp_commest(&s);
-		else if (!strcmp(c, "fatal"))
+		else if (killed)
 			pause(); /* killed by the requester */
 		int counts[2] = {passed, failed};
 		put(s.sock, counts, sizeof counts);
@@ -200,12 +234,14 @@ int main(int argc, char **argv)
 		req_commest(&s);
 	else if (!strcmp(c, "fatal"))
 		req_fatal(&s, child);
+	else if (!strcmp(c, "gone"))
+		req_gone(&s, child);
 	else {
 		fprintf(stderr, "unknown case %s\n", c);
 		kill(child, SIGKILL);
 		return 2;
 	}
-	if (strcmp(c, "fatal")) {
+	if (!killed) {
 		int counts[2];
 		get(s.sock, counts, sizeof counts);
 		passed += counts[0], failed += counts[1];
