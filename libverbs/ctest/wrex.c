@@ -22,7 +22,7 @@
  *            wr_complete), two SGEs, oversized inline data, inline data for
  *            a READ, data without an operation (EINVAL), more work
  *            requests than the send queue (ENOMEM), wr_complete without
- *            wr_start (EINVAL); wr_abort discards; a failed or aborted
+ *            wr_start (EINVAL); an empty batch is fine; wr_abort discards; a failed or aborted
  *            batch posts nothing, and the QP works afterwards.
  *   cqex     both CQs made by ibv_create_cq_ex (wc_flags BYTE_LEN, IMM,
  *            QP_NUM): ibv_start_poll/ibv_next_poll/ibv_end_poll and the
@@ -286,6 +286,7 @@ static void req_refuse(struct side *s)
 
 	CHECK(ibv_wr_complete(x) == EINVAL); /* no ibv_wr_start */
 	printf("case refuse: wr_complete without wr_start: %s\n", strerror(EINVAL));
+	BATCH("an empty batch", 0, (void)0);
 	BATCH("atomic_cmp_swp", EOPNOTSUPP, ibv_wr_atomic_cmp_swp(x, rk, ra, 0, 1); ibv_wr_set_sge(x, lk, (uintptr_t)b, 8));
 	BATCH("atomic_fetch_add", EOPNOTSUPP, ibv_wr_atomic_fetch_add(x, rk, ra, 1); ibv_wr_set_sge(x, lk, (uintptr_t)b, 8));
 	BATCH("atomic_write", EOPNOTSUPP, ibv_wr_atomic_write(x, rk, ra, atomic_arg));

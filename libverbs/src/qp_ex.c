@@ -102,10 +102,9 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	if (!q->wr_open)
 		return EINVAL; /* no ibv_wr_start: the mutex is not ours */
 	int err = q->wr_err;
-	if (!err && q->qp.state != IBV_QPS_RTS)
-		err = EINVAL;
-	if (!err && q->wr_n > 0)
-		err = mrg.MetaroceVerbsPostSendAll(q->qp.handle, q->sbuf, q->wr_n);
+	if (!err && q->wr_n > 0) /* an empty batch posts nothing, in any state */
+		err = q->qp.state != IBV_QPS_RTS ? EINVAL
+						 : mrg.MetaroceVerbsPostSendAll(q->qp.handle, q->sbuf, q->wr_n);
 	end_batch(q);
 	return err;
 }

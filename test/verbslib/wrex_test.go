@@ -19,7 +19,7 @@ func TestWRExtended(t *testing.T) {
 			`wr_send_imm \+ wr_set_inline_data: success`, `wr_send \+ wr_set_inline_data_list: success`,
 			`wr_send with IBV_SEND_INLINE \+ wr_set_sge: success`, `wr_rdma_read: success`, `READ data intact`,
 			`batch WRITE 3/3 \(2/3 unsignaled\): success, wr_id 203`, `responder memory as written, nothing past it`}},
-		{"refuse", 29, []string{`create_qp_ex with atomics: Operation not supported`,
+		{"refuse", 30, []string{`an empty batch: wr_complete 0$`, `create_qp_ex with atomics: Operation not supported`,
 			`ibv_qp_to_qp_ex of an ibv_create_qp QP: NULL`, `atomic_fetch_add: wr_complete Operation not supported`,
 			`bind_mw: wr_complete Operation not supported`, `local_inv: wr_complete Operation not supported`,
 			`set_ud_addr: wr_complete Operation not supported`, `two SGEs: wr_complete Invalid argument`,
