@@ -16,7 +16,11 @@
  *
  * Lifetime, as rdma-core's: ibv_destroy_qp drops the QP's events not yet
  * taken and waits until every one ibv_get_async_event handed out is
- * acknowledged (events_completed == events_reported).
+ * acknowledged (events_completed == events_reported). A dropped event
+ * stays in the FIFO, marked, until a read passes it (async_fd's count
+ * still has it): the FIFO holds at most what was raised, which is at most
+ * two events per QP the program created (COMM_EST and QP_FATAL, each
+ * once: async.go) and one DEVICE_FATAL; nothing a peer sends adds more.
  */
 #include <stdlib.h>
 #include <string.h>
