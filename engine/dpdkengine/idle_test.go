@@ -19,7 +19,8 @@ import (
 // application (RunApp): while nothing arrives, the shard waits for frames
 // inside its driver call, polling there many times per cgo call, and runs
 // its loop (the application's step) once per wait; Kick, from another
-// goroutine, ends a wait at once; and an idle iteration allocates nothing.
+// goroutine, ends a wait at once; an idle iteration allocates nothing; and
+// a Run hands the shard one command however many steps it runs.
 //
 // A waits up to 500 ms per driver call (idle_poll), so without Kick its
 // step would run twice a second; B uses the default wait (5 µs). Both
@@ -87,4 +88,9 @@ func TestIdleShardWaitsInDriver(t *testing.T) {
 	require.Greater(t, c1.IdleWaits-c0.IdleWaits, uint64(5*2000/2), "most of B's iterations waited")
 	require.Greater(t, c1.RxPolls-c0.RxPolls, c1.DriverCalls-c0.DriverCalls, "B's waits polled more than once")
 	require.Less(t, allocs, 20.0, "allocations per Run of 2000 idle iterations (starting the Run; none per iteration)")
+	// No hand-off per step: each of the 6 Runs (AllocsPerRun's warm-up
+	// and 5) handed the shard one command, its install, for 2000 steps;
+	// c1's own Counters is the 7th.
+	require.Equal(t, uint64(6*2000), c1.Loops-c0.Loops, "one step per iteration")
+	require.Equal(t, uint64(6+1), c1.Commands-c0.Commands, "commands handed to B's shard")
 }

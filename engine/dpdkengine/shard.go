@@ -252,6 +252,7 @@ func (s *Shard) runCmds(now verbs.Time) {
 	s.cmdFlag.Store(false)
 	s.cmdMu.Unlock()
 	for _, c := range cmds {
+		s.c.Commands++ // before fn: a Counters command counts itself
 		c.fn(now)
 		close(c.done)
 	}

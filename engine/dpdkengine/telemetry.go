@@ -52,6 +52,7 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"driver_calls", c.DriverCalls)
 		add(p+"rx_polls", c.RxPolls)
 		add(p+"idle_waits", c.IdleWaits)
+		add(p+"commands", c.Commands)
 		for ph, d := range c.Time {
 			add(p+"time_"+Phase(ph).String()+"_ns", uint64(d))
 		}
