@@ -36,6 +36,17 @@ var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backe
 		// each QP is held to its own timeout x (retry_cnt+1) and
 		// rnr_retry (verbs.QPTimers, set at RTR and RTS).
 		mc.PeerDeadTimeout = max(mc.PeerDeadTimeout, 2*time.Second)
+		// security.mode auth or encrypt: no control channel of ours
+		// exists (the application exchanges QP numbers its own way), so
+		// the master secret is the PSK's own (profile.Security.Secret);
+		// each connection's keys still differ, derived with both ends'
+		// random hellos of CONNECT and ACCEPT (docs/security.md).
+		if mc.Security = cfg.Security.Core(); mc.Security.Mode != mr.SecurityNone {
+			var err error
+			if mc.Security.Secret, err = cfg.Security.Secret(); err != nil {
+				return nil, err
+			}
+		}
 		ep, err := mr.NewEndpoint(mc)
 		if err != nil {
 			return nil, err
