@@ -1,0 +1,86 @@
+package metaroce
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/metaroce/metaroce/verbs"
+)
+
+// FuzzReplayWindow checks the per-path replay window against a model (a
+// set of every pn ever marked): a pn marked before is never fresh, a pn
+// never marked inside the window is fresh, and what lies below the window
+// is old. The input is a walk of pns: each two bytes a signed step.
+func FuzzReplayWindow(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 1, 0xff, 0xff, 2, 0})
+	f.Add([]byte{0x7f, 0xff, 0x80, 0x01, 0, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var w replayWindow
+		seen := map[uint64]bool{}
+		pn := uint64(1 << 20)
+		for i := 0; i+1 < len(data); i += 2 {
+			pn += uint64(int64(int16(binary.BigEndian.Uint16(data[i:]))))
+			v := w.check(pn)
+			old := w.top/64-pn/64 >= replayWords && pn <= w.top
+			switch {
+			case seen[pn] && v == pnFresh:
+				t.Fatalf("pn %d marked before, judged fresh (top %d)", pn, w.top)
+			case !seen[pn] && !old && v != pnFresh:
+				t.Fatalf("pn %d never marked, inside the window, judged %d (top %d)", pn, v, w.top)
+			case old && v != pnOld:
+				t.Fatalf("pn %d below the window judged %d (top %d)", pn, v, w.top)
+			}
+			if v == pnFresh {
+				w.mark(pn)
+				seen[pn] = true
+			}
+		}
+	})
+}
+
+// TestSealedLayout pins the sealed packet forms of docs/protocol.md §17:
+// the flag bits, the trailers' sizes and places, and the per-path packet
+// numbers (from 1, one more per packet on the path, resends included).
+func TestSealedLayout(t *testing.T) {
+	require := func(ok bool, format string, args ...any) {
+		t.Helper()
+		if !ok {
+			t.Fatalf(format, args...)
+		}
+	}
+	require(FlagSealed == 0x0004 && FlagEncrypted == 0x0008 && FlagKeyPhase == 0x0010, "flag values")
+	require(TagLen == 16 && PNLen == 8 && SealLen == 24 && HelloLen == 16, "trailer sizes")
+	for _, mode := range []SecurityMode{SecurityAuth, SecurityEncrypt} {
+		cfg := Config{Paths: 2, MTU: 1024, Rand: verbs.NewSeededRandom(1),
+			Security: Security{Mode: mode, Secret: []byte("sixteen bytes at least")}}
+		w := newWirePair(t, cfg)
+		var pkts [][]byte
+		w.drop = func(_ int, pkt []byte) bool { pkts = append(pkts, pkt); return false }
+		ca, _ := w.connect(t)
+		require(ca.Established(), "not established")
+		byOp := map[Opcode][]byte{}
+		for _, p := range pkts {
+			if byOp[Opcode(p[1])] == nil {
+				byOp[Opcode(p[1])] = p
+			}
+		}
+		want := FlagSealed
+		if mode == SecurityEncrypt {
+			want |= FlagEncrypted
+		}
+		for op, n := range map[Opcode]int{
+			OpConnect: HeaderLen + ConnectLen + HelloLen + TagLen,  // 80
+			OpAccept:  HeaderLen + ConnectLen + SealLen + HelloLen, // 88
+		} {
+			p := byOp[op]
+			require(p != nil && len(p) == n, "%v %v: %d bytes, want %d", mode, op, len(p), n)
+			require(HeaderFlags(binary.BigEndian.Uint16(p[2:]))&flagsSeal == want, "%v %v flags %#x", mode, op, p[2:4])
+		}
+		acc := byOp[OpAccept]
+		require(binary.BigEndian.Uint64(acc[len(acc)-HelloLen-PNLen:]) == 1, "ACCEPT is the acceptor's first packet on its path: pn 1")
+		// In encrypt mode the ACCEPT's extension is enciphered; in auth it is in clear.
+		var cb ConnectBody
+		clear := cb.Decode(acc[HeaderLen:HeaderLen+ConnectLen]) == nil && cb.Paths == 2
+		require(clear == (mode == SecurityAuth), "%v: ACCEPT extension in clear = %v", mode, clear)
+	}
+}
