@@ -172,6 +172,75 @@ func TestSealedOnPathAttacker(t *testing.T) {
 	}
 }
 
+// TestSealedReplayWindows: replays of captured data packets from three
+// distances behind their path's head are all refused before the
+// scoreboard: one just received (its PSN inside the SACK window), one
+// about 300 packets back (outside the 256-PSN SACK window, inside the
+// packet-number window: counted Replays), and the first transfer's, more
+// than 448 packets back on their paths (outside both: ReplaysOld).
+func TestSealedReplayWindows(t *testing.T) {
+	for _, mode := range sealedModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t, sealedConfig(mode, 13), memlink.Config{})
+			got := capture(f)
+			done, _, _ := f.transfer(t, 64<<10)
+			require.NoError(t, f.p.RunUntil(done, f.p.Now+10e9))
+			first := len(*got)
+			done, src, dst := f.transfer(t, 4<<20)
+			require.NoError(t, f.p.RunUntil(done, f.p.Now+10e9))
+			require.Equal(t, src, dst)
+			pkts := *got
+			// Each data packet's path, PSN and packet number; each path's
+			// highest of the last two.
+			type at struct {
+				path    uint16
+				psn, pn uint64
+			}
+			where := func(p []byte) at {
+				return at{binary.BigEndian.Uint16(p[16:]), uint64(binary.BigEndian.Uint32(p[20:])), binary.BigEndian.Uint64(p[len(p)-mr.PNLen:])}
+			}
+			topPSN, topPN := map[uint16]uint64{}, map[uint16]uint64{}
+			for _, p := range pkts {
+				w := where(p)
+				topPSN[w.path], topPN[w.path] = max(topPSN[w.path], w.psn), max(topPN[w.path], w.pn)
+			}
+			var recent, middle []byte
+			for _, p := range pkts[first:] {
+				if mr.Opcode(p[1]) != mr.OpWrite {
+					continue
+				}
+				w := where(p)
+				if topPSN[w.path]-w.psn < 16 && recent == nil {
+					recent = p
+				}
+				if d := topPN[w.path] - w.pn; topPSN[w.path]-w.psn > 256 && d >= 280 && d < 400 && middle == nil {
+					middle = p
+				}
+			}
+			require.NotNil(t, recent)
+			require.NotNil(t, middle, "no packet between the SACK window and the replay window's end")
+			b := f.p.EP[1]
+			c0 := *f.cb.Counters()
+			b.Receive(f.p.Now, recent, verbs.RxMeta{Peer: 0})
+			b.Receive(f.p.Now, middle, verbs.RxMeta{Peer: 0})
+			old := 0
+			for _, p := range pkts[:first] {
+				if mr.Opcode(p[1]) == mr.OpWrite {
+					b.Receive(f.p.Now, p, verbs.RxMeta{Peer: 0})
+					old++
+				}
+			}
+			c := f.cb.Counters()
+			require.Equal(t, c0.Replays+2, c.Replays, "inside the packet-number window")
+			require.Equal(t, c0.ReplaysOld+uint64(old), c.ReplaysOld, "outside it")
+			// A duplicate the scoreboard sees is counted and acknowledged
+			// at once (§8.3); these never reach it.
+			require.Equal(t, c0.Duplicates, c.Duplicates, "the scoreboard saw none")
+			require.Equal(t, c0.PayloadPlaced, c.PayloadPlaced)
+		})
+	}
+}
+
 // TestSealedRekey: with a key epoch every 64 packets, a transfer moves
 // through many epochs in both directions without a loss of bytes, and the
 // receiver opens packets of the previous epoch still on the way.
