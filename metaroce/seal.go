@@ -339,6 +339,12 @@ func (e *Endpoint) receiveSealed(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 			body = body[:len(body)-HelloLen]
 		}
 	default:
+		if len(pkt) < HeaderLen+SealLen {
+			// Too short to be sealed; and answering it (a 48-byte RESET)
+			// would send more than it brought.
+			e.c.Malformed++
+			return
+		}
 		if c = e.conns[h.DstConn]; c == nil {
 			// Unauthenticated: answered as in mode none (a RESET no
 			// larger than the packet, rate-limited), never acted on.

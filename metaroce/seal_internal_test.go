@@ -141,3 +141,31 @@ func itoa(n int) string {
 	}
 	return s
 }
+
+// TestSealedResetNoAmplifier: in the sealed modes a packet for an unknown
+// connection is answered with a RESET (48 bytes, PSK MAC) only if it is at
+// least as long as the smallest sealed packet (56 bytes); a bare header is
+// dropped unanswered.
+func TestSealedResetNoAmplifier(t *testing.T) {
+	cfg := Config{Paths: 2, MTU: 1024, Rand: verbs.NewSeededRandom(1),
+		Security: Security{Mode: SecurityEncrypt, Secret: []byte("sixteen bytes at least")}}
+	w := newWirePair(t, cfg)
+	b := w.ep[1]
+	for _, n := range []int{HeaderLen, HeaderLen + SealLen} {
+		p := make([]byte, n)
+		h := Header{Opcode: OpKeepalive, DstConn: 12345, SrcConn: 678, Flags: FlagSealed | FlagEncrypted}
+		h.Put(p)
+		sent := b.Counters().ResetsSent
+		b.Receive(w.now, p, verbs.RxMeta{Peer: 0})
+		meta, ok := b.NextPacket(w.now, w.buf)
+		if n < HeaderLen+SealLen {
+			if ok || b.Counters().ResetsSent != sent {
+				t.Fatalf("a %d-byte packet was answered", n)
+			}
+			continue
+		}
+		if !ok || Opcode(w.buf[1]) != OpReset || meta.Len != HeaderLen+TagLen || meta.Len > n {
+			t.Fatalf("a %d-byte packet: answer %v %d bytes, want a RESET of %d", n, ok, meta.Len, HeaderLen+TagLen)
+		}
+	}
+}
