@@ -80,7 +80,8 @@ func firstOf(pkts [][]byte, op mr.Opcode) []byte {
 // TestSealedOnPathAttacker: an attacker who saw every packet of a
 // transfer flips a bit of a data packet, replays data packets (at once:
 // inside the SACK window; and after the path moved on: outside it), and
-// forges RESET, CLOSE, ACK and NAK from captured headers. Each is refused
+// forges RESET, CLOSE, ACK, NAK and a newer-generation NOP from captured
+// headers. Each is refused
 // and counted; the connection stays up, no byte is placed twice or
 // changed, and a transfer afterwards completes with every byte right.
 func TestSealedOnPathAttacker(t *testing.T) {
@@ -147,12 +148,17 @@ func TestSealedOnPathAttacker(t *testing.T) {
 			nak := make([]byte, mr.NakLen)
 			nakPkt := forgeOp(mr.OpNak, nak, mr.SealLen)
 			closePkt := forgeOp(mr.OpClose, nil, mr.SealLen)
+			// A NOP of a newer path generation (it would reset B's path in
+			// mode none, given the incarnation, which the header shows).
+			nop := forgeOp(mr.OpNop, nil, mr.SealLen)
+			binary.BigEndian.PutUint16(nop[18:], binary.BigEndian.Uint16(nop[18:])+1)
+			binary.BigEndian.PutUint32(nop[20:], 1)
 			// A RESET and a CLOSE_ACK carry the PSK MAC; B's view: from A.
 			reset := forgeOp(mr.OpReset, nil, mr.TagLen)
 			binary.BigEndian.PutUint32(reset[4:], uint32(f.cb.LocalID()))
 			binary.BigEndian.PutUint32(reset[8:], uint32(f.ca.LocalID()))
 			a0, e0 := f.cb.Counters().AuthFailures, b.Counters().AuthFailures
-			for _, p := range [][]byte{ackPkt, nakPkt, closePkt, reset} {
+			for _, p := range [][]byte{ackPkt, nakPkt, closePkt, nop, reset} {
 				inject(p)
 			}
 			// In mode none the same RESET, with a CRC, would end the
@@ -160,7 +166,7 @@ func TestSealedOnPathAttacker(t *testing.T) {
 			// packet to a sealed endpoint is not even looked at.
 			crcReset := forge(mr.Header{Opcode: mr.OpReset, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID()}, nil)
 			inject(crcReset)
-			require.Equal(t, a0+4, f.cb.Counters().AuthFailures, "ACK, NAK, CLOSE, and the RESET naming it")
+			require.Equal(t, a0+5, f.cb.Counters().AuthFailures, "ACK, NAK, CLOSE, NOP, and the RESET naming it")
 			require.Equal(t, e0+1, b.Counters().AuthFailures, "RESET")
 			require.NotZero(t, b.Counters().SealMismatch, "CRC RESET")
 			require.True(t, f.cb.Established() && f.ca.Established())
@@ -168,6 +174,52 @@ func TestSealedOnPathAttacker(t *testing.T) {
 			done, src, dst = f.transfer(t, 32<<10)
 			require.NoError(t, f.p.RunUntil(done, f.p.Now+10e9))
 			require.Equal(t, src, dst)
+		})
+	}
+}
+
+// TestSealedForgedAckToSender: the forgery that completed a WRITE with
+// nothing placed (issue 15: two ACKs claiming every PSN) and a stream of
+// rate_hint=1 ACKs, sent to the data sender A with the header of a real
+// ACK from B (ids, incarnation, path and generation all right), while A's
+// WRITE is in flight. Each fails its tag and is counted; the WRITE
+// completes only when B has every byte.
+func TestSealedForgedAckToSender(t *testing.T) {
+	for _, mode := range sealedModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t, sealedConfig(mode, 17), memlink.Config{})
+			var acks [][]byte
+			f.p.Tap = func(from int, pkt []byte, _ verbs.TxMeta) {
+				if from == 1 && mr.Opcode(pkt[1]) == mr.OpAck {
+					acks = append(acks, append([]byte(nil), pkt...))
+				}
+			}
+			done, _, _ := f.transfer(t, 64<<10)
+			require.NoError(t, f.p.RunUntil(done, f.p.Now+10e9))
+			require.NotEmpty(t, acks)
+			real := acks[len(acks)-1]
+			done, src, dst := f.transfer(t, 256<<10)
+			a := f.p.EP[0]
+			before := f.ca.Counters().AuthFailures
+			forged := 0
+			for i := 0; i < 50; i++ {
+				// An ACK block claiming far ahead (cum + 1000) or a rate
+				// hint of 1 Mbit/s, under a fresh packet number.
+				p := append([]byte(nil), real[:mr.HeaderLen]...)
+				blk := mr.AckBlock{Path: verbs.PathID(binary.BigEndian.Uint16(p[16:])), PathGen: binary.BigEndian.Uint16(p[18:]),
+					Cum: mr.PSN(1000 + i), RateHint: 1}
+				body := make([]byte, mr.AckPrefixLen+mr.AckBlockLen)
+				mr.PutAckPrefix(body, 1)
+				n := blk.Put(body[mr.AckPrefixLen:])
+				p = append(p, body[:mr.AckPrefixLen+n]...)
+				p = append(p, make([]byte, mr.SealLen)...)
+				binary.BigEndian.PutUint64(p[len(p)-mr.PNLen:], 1<<32+uint64(i))
+				a.Receive(f.p.Now, p, verbs.RxMeta{Peer: 1})
+				forged++
+			}
+			require.Equal(t, before+uint64(forged), f.ca.Counters().AuthFailures)
+			require.NoError(t, f.p.RunUntil(done, f.p.Now+10e9))
+			require.Equal(t, src, dst, "the WRITE completed with every byte placed")
 		})
 	}
 }
