@@ -415,27 +415,26 @@ func (o *opener) open(c *Conn, now verbs.Time, h *Header, pkt []byte, end int) (
 		c.c.ReplaysOld++
 		return nil, false
 	}
-	aead, promote := o.cur, false
-	if (h.Flags&FlagKeyPhase != 0) != o.phase {
-		if o.prev != nil && now < o.prevUntil {
-			aead = o.prev
-		} else {
-			aead, promote = o.next, true
-		}
-	}
 	o.nonce[0] = o.dir
 	binary.BigEndian.PutUint16(o.nonce[2:], uint16(path))
 	binary.BigEndian.PutUint64(o.nonce[4:], pn)
-	tagEnd := end - PNLen
 	var body []byte
-	var err error
-	if e.sec.mode == SecurityEncrypt {
-		body, err = aead.Open(e.sec.scratch[:0], o.nonce[:], pkt[HeaderLen:tagEnd], pkt[:HeaderLen])
+	ok, promote := false, false
+	if (h.Flags&FlagKeyPhase != 0) == o.phase {
+		body, ok = o.try(e, o.cur, pkt, end)
 	} else {
-		_, err = aead.Open(e.sec.scratch[:0], o.nonce[:], pkt[tagEnd-TagLen:tagEnd], pkt[:tagEnd-TagLen])
-		body = pkt[HeaderLen : tagEnd-TagLen]
+		// The other phase: the previous epoch's key while it is held,
+		// else (or if that fails: a sender that moved on again sooner
+		// than this end's KeyHold expects) the next one.
+		if o.prev != nil && now < o.prevUntil {
+			body, ok = o.try(e, o.prev, pkt, end)
+		}
+		if !ok {
+			body, ok = o.try(e, o.next, pkt, end)
+			promote = ok
+		}
 	}
-	if err != nil {
+	if !ok {
 		c.c.AuthFailures++
 		return nil, false
 	}
@@ -452,4 +451,15 @@ func (o *opener) open(c *Conn, now verbs.Time, h *Header, pkt []byte, end int) (
 		c.c.KeyUpdates++
 	}
 	return body, true
+}
+
+// try opens the packet under aead with the nonce in o.nonce.
+func (o *opener) try(e *Endpoint, aead cipher.AEAD, pkt []byte, end int) ([]byte, bool) {
+	tagEnd := end - PNLen
+	if e.sec.mode == SecurityEncrypt {
+		body, err := aead.Open(e.sec.scratch[:0], o.nonce[:], pkt[HeaderLen:tagEnd], pkt[:HeaderLen])
+		return body, err == nil
+	}
+	_, err := aead.Open(e.sec.scratch[:0], o.nonce[:], pkt[tagEnd-TagLen:tagEnd], pkt[:tagEnd-TagLen])
+	return pkt[HeaderLen : tagEnd-TagLen], err == nil
 }

@@ -313,6 +313,29 @@ func TestSealedRekey(t *testing.T) {
 	}
 }
 
+// TestSealedRekeyHoldsDisagree: a sender that moves to a new epoch every
+// 64 packets and 4 µs (its KeyHold is 2 µs) and a receiver that would hold
+// the previous key for 1 ms: when the phase bit comes round again while
+// the receiver still holds the key before last, that key fails and the
+// receiver tries the next one, so the transfer goes on through every
+// epoch with every byte right.
+func TestSealedRekeyHoldsDisagree(t *testing.T) {
+	for _, mode := range sealedModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			a := sealedConfig(mode, 19)
+			a.Security.RekeyPackets, a.Security.KeyHold = 64, 2*time.Microsecond
+			b := a
+			b.Security.KeyHold = time.Millisecond
+			f := newFixturePair(t, a, b, memlink.Config{})
+			done, src, dst := f.transfer(t, 4<<20)
+			require.NoError(t, f.p.RunUntil(done, f.p.Now+10e9))
+			require.Equal(t, src, dst)
+			require.Greater(t, f.cb.Counters().KeyUpdates, uint64(8), "B followed A through its epochs")
+			require.Zero(t, f.cb.Counters().AuthFailures)
+		})
+	}
+}
+
 // TestSealedModesDisagree: auth to encrypt, sealed to none and a wrong
 // secret never connect; the refusals are counted.
 func TestSealedModesDisagree(t *testing.T) {
