@@ -336,6 +336,25 @@ func TestSealedRekeyHoldsDisagree(t *testing.T) {
 	}
 }
 
+// TestSealedClose: an orderly close in the sealed modes (CLOSE under the
+// connection's keys, CLOSE_ACK under the PSK MAC) ends both sides at once,
+// with no failed tag: neither waits for the peer-dead timeout.
+func TestSealedClose(t *testing.T) {
+	for _, mode := range sealedModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t, sealedConfig(mode, 23), memlink.Config{})
+			start := f.p.Now
+			f.ca.Close(f.p.Now)
+			require.NoError(t, f.p.RunUntil(func() bool {
+				return f.p.EP[0].Connections() == 0 && f.p.EP[1].Connections() == 0
+			}, f.p.Now+50e6))
+			require.Less(t, f.p.Now-start, verbs.Time(1e6), "closed by CLOSE and CLOSE_ACK, not by a timeout")
+			require.Zero(t, f.p.EP[0].Counters().AuthFailures+f.p.EP[1].Counters().AuthFailures)
+			require.Zero(t, f.ca.Counters().AuthFailures+f.cb.Counters().AuthFailures)
+		})
+	}
+}
+
 // TestSealedModesDisagree: auth to encrypt, sealed to none and a wrong
 // secret never connect; the refusals are counted.
 func TestSealedModesDisagree(t *testing.T) {
