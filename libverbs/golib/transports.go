@@ -8,17 +8,30 @@ import (
 	"github.com/metaroce/metaroce/engine"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
+	"github.com/metaroce/metaroce/rocev2"
 	"github.com/metaroce/metaroce/verbs"
 )
+
+// transport is the core a verbs process runs: its device, and, for a
+// transport whose QPs are connected one to one out of band as an HCA's
+// are (rocev2), how to open one. open nil: one session per peer process,
+// one stream per QP pair (metaroce).
+type transport struct {
+	dev  verbs.Device
+	open openQP
+}
+
+// openQP opens the core QP of verbs QP qpn (the QPN the library assigned,
+// which the wire carries) to the peer's QP rqpn at RTR, expecting the
+// peer's first PSN rqPSN; setSendPSN takes the QP's own first PSN at RTS.
+type openQP func(now verbs.Time, peer verbs.PeerHandle, qpn, rqpn, rqPSN uint32, attr verbs.QPAttr) (q verbs.QP, setSendPSN func(uint32) error, err error)
 
 // deviceKinds builds the transport a verbs process runs. It belongs with
 // cmd/metaroce/transports.go's map (the one place naming the kinds), which
 // is package main and so not importable; until both read one importable
-// table, this is the library's entry for each kind it supports. rocev2's
-// Device dials a fixed set of QPs per session, which the per-QP connection
-// of verbs does not fit yet (docs/verbs.md).
-var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error){
-	profile.TransportMetaroce: func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error) {
+// table, this is the library's entry for each kind.
+var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backend, id mr.NodeID) (transport, error){
+	profile.TransportMetaroce: func(cfg profile.Config, be engine.Backend, id mr.NodeID) (transport, error) {
 		mc := cfg.Metaroce.Core()
 		// Ids, keys and the incarnation from the OS's cryptographic
 		// generator: this endpoint faces a real network (issue 15).
@@ -38,9 +51,31 @@ var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backe
 		mc.PeerDeadTimeout = max(mc.PeerDeadTimeout, 2*time.Second)
 		ep, err := mr.NewEndpoint(mc)
 		if err != nil {
-			return nil, err
+			return transport{}, err
 		}
-		return ep.Device(), nil
+		return transport{dev: ep.Device()}, nil
+	},
+	// RoCEv2: one RC connection is one QP, so each verbs QP is one core
+	// QP, opened at RTR with the QPNs and PSNs the programs exchanged, as
+	// an HCA's: no CM message, the peer's QPN in every BTH. Nothing
+	// accepts CM REQs (nothing sends one).
+	profile.TransportRoCEv2: func(cfg profile.Config, be engine.Backend, _ mr.NodeID) (transport, error) {
+		c := cfg.RoCEv2.Core()
+		c.LocalIP, c.PeerIP = be.LocalIP(), func(h verbs.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) }
+		c.AcceptIncoming = false
+		c.SendQueueDepth, c.RecvQueueDepth = maxQPWR, maxQPWR
+		ep, err := rocev2.NewEndpoint(c)
+		if err != nil {
+			return transport{}, err
+		}
+		open := func(now verbs.Time, peer verbs.PeerHandle, qpn, rqpn, rqPSN uint32, attr verbs.QPAttr) (verbs.QP, func(uint32) error, error) {
+			q, err := ep.OpenQP(now, peer, rocev2.DirectQP{QPN: qpn, RemoteQPN: rqpn, RecvPSN: rocev2.PSN(rqPSN), Attr: attr})
+			if err != nil {
+				return nil, nil, err
+			}
+			return q, func(psn uint32) error { return q.SetSendPSN(rocev2.PSN(psn)) }, nil
+		}
+		return transport{dev: ep.Device(), open: open}, nil
 	},
 }
 
