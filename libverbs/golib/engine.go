@@ -129,13 +129,12 @@ var (
 )
 
 // start opens the backend and the device and runs the loop (once). Both
-// happen on one goroutine of their own, which stays in the backend's Run:
-// the DPDK EAL makes the thread that starts it its main lcore, so that
-// must not be a C thread of the program's that merely called in.
+// happen on the engine thread (onEngineThread), which stays in the
+// backend's Run.
 func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 	engOnce.Do(func() {
 		ready := make(chan struct{})
-		go func() {
+		onEngineThread(func() {
 			g, err := open(e, push)
 			theEng, engErr = g, err
 			close(ready)
@@ -145,10 +144,34 @@ func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 			if err := g.be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
 				fmt.Fprintf(os.Stderr, "metaroce verbs: the transport stopped: %v\n", err)
 			}
-		}()
+		})
 		<-ready
 	})
 	return theEng, engErr
+}
+
+var (
+	threadOnce sync.Once
+	threadWork chan func()
+)
+
+// onEngineThread runs f on the engine thread: one goroutine of the
+// library's own, which runs what is queued in order, the last of it the
+// backend's Run, which never returns. The DPDK EAL makes the thread that
+// starts it its main lcore (and locks the goroutine to it for good), so
+// that must not be a C thread of the program's that merely called in;
+// prestartBackend (at ibv_open_device) and start (at the first PD or CQ)
+// both run here. f signals its own completion.
+func onEngineThread(f func()) {
+	threadOnce.Do(func() {
+		threadWork = make(chan func(), 2)
+		go func() {
+			for f := range threadWork {
+				f()
+			}
+		}()
+	})
+	threadWork <- f
 }
 
 // open opens the backend and the device and attaches one to the other.
@@ -164,7 +187,7 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%v/%d/%d", be.LocalAddr(), os.Getpid(), time.Now().UnixNano())
-	tr, err := mk(e.cfg, be, mr.NodeID(h.Sum64()|1))
+	tr, err := mk.newTransport(e.cfg, be, mr.NodeID(h.Sum64()|1))
 	if err != nil {
 		be.Close()
 		return nil, fmt.Errorf("metaroce verbs: %v", err)

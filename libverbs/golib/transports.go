@@ -30,8 +30,8 @@ type openQP func(now verbs.Time, peer verbs.PeerHandle, qpn, rqpn, rqPSN uint32,
 // cmd/metaroce/transports.go's map (the one place naming the kinds), which
 // is package main and so not importable; until both read one importable
 // table, this is the library's entry for each kind.
-var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backend, id mr.NodeID) (transport, error){
-	profile.TransportMetaroce: func(cfg profile.Config, be engine.Backend, id mr.NodeID) (transport, error) {
+var deviceKinds = map[profile.Transport]kind{
+	profile.TransportMetaroce: {udpPort: mr.DefaultUDPPort, udpChecksum: "zero", newTransport: func(cfg profile.Config, be engine.Backend, id mr.NodeID) (transport, error) {
 		mc := cfg.Metaroce.Core()
 		// Ids, keys and the incarnation from the OS's cryptographic
 		// generator: this endpoint faces a real network (issue 15).
@@ -54,12 +54,12 @@ var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backe
 			return transport{}, err
 		}
 		return transport{dev: ep.Device()}, nil
-	},
+	}},
 	// RoCEv2: one RC connection is one QP, so each verbs QP is one core
 	// QP, opened at RTR with the QPNs and PSNs the programs exchanged, as
 	// an HCA's: no CM message, the peer's QPN in every BTH. Nothing
 	// accepts CM REQs (nothing sends one).
-	profile.TransportRoCEv2: func(cfg profile.Config, be engine.Backend, _ mr.NodeID) (transport, error) {
+	profile.TransportRoCEv2: {udpPort: rocev2.UDPPort, udpChecksum: "compute", newTransport: func(cfg profile.Config, be engine.Backend, _ mr.NodeID) (transport, error) {
 		c := cfg.RoCEv2.Core()
 		c.LocalIP, c.PeerIP = be.LocalIP(), func(h verbs.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) }
 		c.AcceptIncoming = false
@@ -76,7 +76,16 @@ var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backe
 			return q, func(psn uint32) error { return q.SetSendPSN(rocev2.PSN(psn)) }, nil
 		}
 		return transport{dev: ep.Device(), open: open}, nil
-	},
+	}},
+}
+
+// kind is the library's entry for one transport: how to build it on a
+// backend, and the DPDK backend's defaults for it (the CLI's: the UDP
+// port when dpdk.udp_port is 0, dpdk.udp_checksum when empty).
+type kind struct {
+	newTransport func(cfg profile.Config, be engine.Backend, id mr.NodeID) (transport, error)
+	udpPort      uint16
+	udpChecksum  string
 }
 
 // verbsConnect raises a CONNECT budget to what verbs peers need: they

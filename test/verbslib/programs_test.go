@@ -38,13 +38,21 @@ func pair(t *testing.T, prog, serverIP, clientIP string, args ...string) (server
 // pairEnv is pair with env added to both processes' environments.
 func pairEnv(t *testing.T, env []string, prog, serverIP, clientIP string, args ...string) (server, client string) {
 	t.Helper()
+	return pairRun(t, prog, serverIP, append([]string{"METAROCE_VERBS_IP=" + serverIP}, env...),
+		append([]string{"METAROCE_VERBS_IP=" + clientIP}, env...), args...)
+}
+
+// pairRun runs prog's server with environment senv and its client with
+// cenv, the client told the server's TCP address host.
+func pairRun(t *testing.T, prog, host string, senv, cenv []string, args ...string) (server, client string) {
+	t.Helper()
 	dir := libDir(t)
 	path := testenv.Tool(t, prog, "Debian packages ibverbs-utils and perftest; run scripts/install-deps.sh")
 	port := freeTCPPort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv := exec.CommandContext(ctx, path, append(append([]string{}, args...), "-p", port)...)
-	srv.Env = withLib(dir, append([]string{"METAROCE_VERBS_IP=" + serverIP}, env...)...)
+	srv.Env = withLib(dir, senv...)
 	var sout strings.Builder
 	srv.Stdout, srv.Stderr = &sout, &sout
 	if err := srv.Start(); err != nil {
@@ -53,12 +61,12 @@ func pairEnv(t *testing.T, env []string, prog, serverIP, clientIP string, args .
 	// The client retries its TCP connect only briefly: start it once
 	// the server listens (or after 2 s, and let it fail then).
 	waitListen(port, 2*time.Second)
-	cli := exec.CommandContext(ctx, path, append(append([]string{}, args...), "-p", port, serverIP)...)
-	cli.Env = withLib(dir, append([]string{"METAROCE_VERBS_IP=" + clientIP}, env...)...)
+	cli := exec.CommandContext(ctx, path, append(append([]string{}, args...), "-p", port, host)...)
+	cli.Env = withLib(dir, cenv...)
 	cout, cerr := cli.CombinedOutput()
 	serr := srv.Wait()
 	if cerr != nil || serr != nil {
-		t.Fatalf("%s %v %v: client %v, server %v\nclient:\n%s\nserver:\n%s", prog, args, env, cerr, serr, cout, sout.String())
+		t.Fatalf("%s %v: client %v, server %v\nclient env %v:\n%s\nserver env %v:\n%s", prog, args, cerr, serr, cenv, cout, senv, sout.String())
 	}
 	return sout.String(), string(cout)
 }
