@@ -10,6 +10,7 @@ import (
 
 	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/engine/dpdkengine"
+	"github.com/metaroce/metaroce/internal/transports"
 	"github.com/metaroce/metaroce/profile"
 )
 
@@ -85,30 +86,9 @@ func memifNotYet(err error) bool {
 }
 
 // engineConfig is the profile's dpdk section as the engine's
-// configuration, all of dpdk.ports; the UDP port left 0 and the
-// udp_checksum left empty follow the transport (the CLI's defaults:
-// cmd/metaroce/dpdk.go).
+// configuration, all of dpdk.ports (the CLI's conversion).
 func engineConfig(c profile.Config) dpdkengine.Config {
-	d := c.DPDK
-	k := deviceKinds[c.Transport]
-	ec := dpdkengine.Config{EAL: append([]string(nil), d.EAL...), UDPPort: uint16(d.UDPPort), Checksum: d.Checksum,
-		UDPChecksum: d.UDPChecksum,
-		Impair:      dpdkengine.Impairment{Loss: d.Impair.Loss, Reorder: d.Impair.Reorder, Seed: uint64(d.Impair.Seed)},
-		PoolSize:    d.PoolSize, DataRoom: d.DataRoom, Burst: d.Burst, RxDesc: d.RxDesc, TxDesc: d.TxDesc,
-		IdleSpin: d.IdleSpin, MaxIdleSleep: d.MaxIdleSleep}
-	if ec.UDPPort == 0 {
-		ec.UDPPort = k.udpPort
-	}
-	if ec.UDPChecksum == "" && ec.Checksum != "none" {
-		ec.UDPChecksum = k.udpChecksum
-	}
-	for _, p := range d.Ports {
-		ec.Ports = append(ec.Ports, dpdkengine.PortConfig{Name: p.Name, IP: p.IP, Gateway: p.Gateway, Queues: p.Queues})
-	}
-	for _, n := range d.Neighbours {
-		ec.Neighbours = append(ec.Neighbours, dpdkengine.Neighbour{Peer: uint32(n.Peer), IP: n.IP, MAC: n.MAC})
-	}
-	return ec.Defaults()
+	return transports.EngineConfig(c.DPDK, 0, len(c.DPDK.Ports), c.Transport)
 }
 
 // checkBackend validates the dpdk section with the engine's own rules

@@ -180,14 +180,9 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metaroce verbs: %v", err)
 	}
-	mk, ok := deviceKinds[e.transport]
-	if !ok {
-		be.Close()
-		return nil, fmt.Errorf("metaroce verbs: transport %q is not supported by the verbs library", e.transport)
-	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%v/%d/%d", be.LocalAddr(), os.Getpid(), time.Now().UnixNano())
-	tr, err := mk.newTransport(e.cfg, be, mr.NodeID(h.Sum64()|1))
+	tr, err := newTransport(e.cfg, be, mr.NodeID(h.Sum64()|1))
 	if err != nil {
 		be.Close()
 		return nil, fmt.Errorf("metaroce verbs: %v", err)
