@@ -27,15 +27,10 @@ func freeTCPPort(t *testing.T) string {
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
-// pair runs an unmodified program as server (device on serverIP) and
+// pairEnv runs an unmodified program as server (device on serverIP) and
 // client (device on clientIP), two processes over loopback, each bounded
-// in time; it returns both outputs, failing t unless both exit 0.
-func pair(t *testing.T, prog, serverIP, clientIP string, args ...string) (server, client string) {
-	t.Helper()
-	return pairEnv(t, nil, prog, serverIP, clientIP, args...)
-}
-
-// pairEnv is pair with env added to both processes' environments.
+// in time, with env added to both processes' environments; it returns
+// both outputs, failing t unless both exit 0.
 func pairEnv(t *testing.T, env []string, prog, serverIP, clientIP string, args ...string) (server, client string) {
 	t.Helper()
 	return pairRun(t, prog, serverIP, append([]string{"METAROCE_VERBS_IP=" + serverIP}, env...),
