@@ -111,6 +111,7 @@ type qp struct {
 	timers   verbs.QPTimers
 	session  verbs.Session // the core QP's, once attached
 	sendSeen bool          // a send completion was reported
+	ev       qpAsync       // what its asynchronous events depend on (async.go)
 	// setSendPSN takes sq_psn at the first RTS (a QP of openQP); nil
 	// otherwise and after.
 	setSendPSN func(uint32) error
@@ -144,6 +145,7 @@ func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 			if err := g.be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
 				fmt.Fprintf(os.Stderr, "metaroce verbs: the transport stopped: %v\n", err)
 			}
+			deviceFatal()
 		})
 		<-ready
 	})
@@ -257,6 +259,7 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 	for _, c := range g.cqs {
 		g.drain(c)
 	}
+	g.raiseAsync()
 	return false, nil
 }
 
@@ -365,6 +368,7 @@ func (g *eng) drain(c *cq) {
 			if wc.HasImm {
 				w.imm, w.with_imm = C.uint32_t(wc.Imm), 1
 			}
+			g.noteWC(q, &w)
 			c.out = append(c.out, w)
 		}
 		if n < len(c.buf) {
@@ -452,6 +456,7 @@ func (g *eng) openDirect(now verbs.Time, q *qp, h verbs.PeerHandle, dest, rqPSN 
 // first send completes with IBV_WC_RETRY_EXC_ERR, the rest and every
 // receive are flushed, and so is whatever is posted afterwards.
 func (g *eng) failUnconnected(q *qp) {
+	g.unconnected(q, q.failed == nil && len(q.pendSend) > 0)
 	if q.failed == nil {
 		q.failed = fmt.Errorf("metaroce verbs: QP %#x: %v never connected", q.qpn, q.peer)
 		fmt.Fprintln(os.Stderr, q.failed)

@@ -110,13 +110,15 @@ func overAll(t *testing.T, f func(t *testing.T, env []string, server, client str
 }
 
 // TestRCPingpong: ibv_rc_pingpong -g 0 between two processes, polled, with
-// completion events (-e), checking the data (-c) and inline (-s 64); each
-// side reports its iterations.
+// completion events (-e), checking the data (-c) and inline (-s 64), and
+// the same through the ibv_wr_* API (-N: ibv_create_qp_ex, ibv_wr_start,
+// ibv_wr_send, ibv_wr_set_sge, ibv_wr_complete); each side reports its
+// iterations.
 func TestRCPingpong(t *testing.T) {
 	iters := regexp.MustCompile(`(?m)^(\d+) iters in ([0-9.]+) seconds = ([0-9.]+) usec/iter$`)
 	addr := regexp.MustCompile(`(?m)^\s+local address:\s+LID 0x0000, QPN 0x([0-9a-f]{6}), PSN 0x[0-9a-f]+, GID ::ffff:(127\.0\.0\.\d)$`)
 	overAll(t, func(t *testing.T, env []string, server, client string) {
-		for _, extra := range [][]string{nil, {"-e"}, {"-c"}, {"-s", "64"}} {
+		for _, extra := range [][]string{nil, {"-e"}, {"-c"}, {"-s", "64"}, {"-N"}, {"-N", "-c"}, {"-N", "-s", "64"}, {"-N", "-e"}} {
 			t.Run(strings.Join(append([]string{"plain"}, extra...), ""), func(t *testing.T) {
 				args := append([]string{"-g", "0", "-n", "200"}, extra...)
 				s, c := pairEnv(t, env, "ibv_rc_pingpong", server, client, args...)
