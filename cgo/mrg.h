@@ -84,6 +84,8 @@ struct mrg_qp_attr {
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
 	uint8_t min_rnr_timer; /* RTR */
+	uint32_t rq_psn;       /* RTR: the peer's first PSN (0 when the mask omits it) */
+	uint32_t sq_psn;       /* RTS: this QP's first PSN (its earlier value, or 0) */
 };
 
 struct mrv_cq;

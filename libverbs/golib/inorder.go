@@ -17,7 +17,7 @@ import "github.com/metaroce/metaroce/profile"
 // that sees the last byte of the message sees all of it, so it may poll
 // the data instead of the completion.
 //
-// A map, like deviceKinds: the one entry per kind the library knows; a
+// A map, like internal/transports' Kinds: one entry per kind; a
 // kind without one answers 0 (no promise).
 var inOrderCaps = map[profile.Transport]func(op int) uint32{
 	// metaroce spreads a message's packets over paths and places each

@@ -140,6 +140,7 @@ MRV_EXPORT int mrv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		memcpy(&ga.peer_ipv4, &g->raw[12], 4);
 		ga.dest_qpn = attr->dest_qp_num;
 		ga.min_rnr_timer = (mask & IBV_QP_MIN_RNR_TIMER) ? attr->min_rnr_timer : 0;
+		ga.rq_psn = (mask & IBV_QP_RQ_PSN) ? attr->rq_psn & 0xffffff : 0;
 	}
 	if (to == IBV_QPS_RTS) {
 		/* What the mask omits keeps its earlier value (RTS -> RTS), or
@@ -151,6 +152,7 @@ MRV_EXPORT int mrv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		ga.timeout = (mask & IBV_QP_TIMEOUT) ? attr->timeout : (had & IBV_QP_TIMEOUT) ? old.timeout : 14;
 		ga.retry_cnt = (mask & IBV_QP_RETRY_CNT) ? attr->retry_cnt : (had & IBV_QP_RETRY_CNT) ? old.retry_cnt : 7;
 		ga.rnr_retry = (mask & IBV_QP_RNR_RETRY) ? attr->rnr_retry : (had & IBV_QP_RNR_RETRY) ? old.rnr_retry : 7;
+		ga.sq_psn = ((mask & IBV_QP_SQ_PSN) ? attr->sq_psn : (had & IBV_QP_SQ_PSN) ? old.sq_psn : 0) & 0xffffff;
 		/* Values above the IBA's 3 bits are the program's error. */
 		if (ga.timeout > 31 || ga.retry_cnt > 7 || ga.rnr_retry > 7)
 			return EINVAL;

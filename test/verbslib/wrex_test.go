@@ -39,4 +39,15 @@ func TestWRExtended(t *testing.T) {
 			t.Logf("%s", runCase(t, dir, bin, c.name, c.min, c.want))
 		})
 	}
+	// The same over rocev2, which places every packet in PSN order.
+	for _, c := range cases {
+		if c.name == "inorder" {
+			c.want = []string{`rocev2 WRITE: flags 0 -> 1, RETURN_CAPS -> 0x1`, `rocev2 WRITE_IMM: flags 0 -> 1, RETURN_CAPS -> 0x1`,
+				`rocev2 SEND: flags 0 -> 1, RETURN_CAPS -> 0x1`, `rocev2 SEND_IMM: flags 0 -> 1, RETURN_CAPS -> 0x1`,
+				`rocev2 READ: flags 0 -> 1, RETURN_CAPS -> 0x1`}
+		}
+		t.Run("rocev2/"+c.name, func(t *testing.T) {
+			t.Logf("%s", runCase(t, dir, bin, c.name, c.min, c.want, "METAROCE_TRANSPORT=rocev2"))
+		})
+	}
 }
