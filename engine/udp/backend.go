@@ -47,6 +47,8 @@ type Backend struct {
 
 	closed bool
 
+	wk waker // Config.Wakeable's eventfd and state (wake.go)
+
 	// The RawConn callbacks and their results, bound once so that a
 	// Step allocates nothing (a closure per call would escape).
 	readFn  func(uintptr) bool
@@ -115,6 +117,12 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("udp: socket options: %w", err)
+	}
+	if cfg.Wakeable {
+		if err := b.wk.open(b.rxRaw); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	return b, nil
 }
@@ -258,6 +266,13 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 	}
 	if wait <= 0 {
 		return false, nil
+	}
+	if b.wk.efd > 0 {
+		if !b.wk.wait(wait) {
+			return false, nil
+		}
+		got, err = b.recv(false)
+		return got > 0, err
 	}
 	if err := b.rx.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return false, err
@@ -530,6 +545,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.wk.close()
 	err := b.rx.Close()
 	for _, s := range b.senders {
 		if cerr := s.conn.Close(); err == nil {
