@@ -36,9 +36,10 @@ const maxQPWR = 4096
 // maxQPs is how many QPs one process has: the QPN's low byte is index+1.
 const maxQPs = 255
 
-// idleWait bounds how long posted work waits for an idle engine loop (it
-// sleeps in the kernel waiting for a packet otherwise).
-const idleWait = 50 * time.Microsecond
+// idleWait bounds the engine loop's sleep when nothing happens: posts and
+// commands end it at once (eng.wake), packets and the transport's own
+// deadlines too, so it bounds only the per-QP connect wait's lateness.
+const idleWait = time.Millisecond
 
 // eng is the process's one transport: a UDP backend and a device, run by
 // one goroutine (backend.Run). C threads never touch the core: they queue
@@ -63,6 +64,20 @@ type eng struct {
 	peers         map[netip.AddrPort]verbs.PeerHandle
 	sessions      map[verbs.PeerHandle]verbs.Session
 	waiting       map[verbs.PeerHandle][]*qp
+	// waker ends the loop's idle wait when a C thread hands it work (nil
+	// for a backend that cannot: then the work waits out the idle wait).
+	waker waker
+}
+
+// waker is a backend whose wait for packets another thread can end
+// (udp.Backend.Wake).
+type waker interface{ Wake() }
+
+// wake makes the engine goroutine run the work just queued now.
+func (g *eng) wake() {
+	if g.waker != nil {
+		g.waker.Wake()
+	}
 }
 
 // cq is a completion queue: the core's, and the C ring it drains into.
@@ -127,7 +142,7 @@ var (
 // start opens the backend and the device and runs the loop (once).
 func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 	engOnce.Do(func() {
-		be, err := udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait,
+		be, err := udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait, Wakeable: true,
 			Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
 		if err != nil {
 			engErr = fmt.Errorf("metaroce verbs: %v", err)
@@ -157,6 +172,7 @@ func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 			cqs: map[uint32]*cq{}, qps: map[uint32]*qp{}, byCore: map[verbs.QPN]*qp{},
 			peers: map[netip.AddrPort]verbs.PeerHandle{}, sessions: map[verbs.PeerHandle]verbs.Session{},
 			waiting: map[verbs.PeerHandle][]*qp{}}
+		g.waker, _ = any(be).(waker)
 		go func() {
 			if err := be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
 				fmt.Fprintf(os.Stderr, "metaroce verbs: the transport stopped: %v\n", err)
@@ -173,6 +189,7 @@ func (g *eng) do(f func(now verbs.Time) error) error {
 	g.mu.Lock()
 	g.cmds = append(g.cmds, func(now verbs.Time) { done <- f(now) })
 	g.mu.Unlock()
+	g.wake()
 	return <-done
 }
 

@@ -285,15 +285,17 @@ func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int, post
 	}
 	ws := unsafe.Slice(wr, int(n))
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]
 	if q == nil || q.destroyed {
+		g.mu.Unlock()
 		*posted = 0
 		return C.EINVAL
 	}
 	k := min(len(ws), q.sqDepth-q.outstanding)
 	q.pendSend = append(q.pendSend, ws[:k]...)
 	q.outstanding += k
+	g.mu.Unlock()
+	g.wake()
 	*posted = C.int(k)
 	if k < len(ws) {
 		return C.ENOMEM // the send queue is full, as an HCA reports it
@@ -309,13 +311,17 @@ func MetaroceVerbsPostRecv(h C.uint32_t, wr *C.struct_mrg_recv_wr, n C.int, post
 	}
 	ws := unsafe.Slice(wr, int(n))
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]
 	if q == nil || q.destroyed {
+		g.mu.Unlock()
 		*posted = 0
 		return C.EINVAL
 	}
 	q.pendRecv = append(q.pendRecv, ws...)
+	g.mu.Unlock()
+	// A receive must reach the core before the SEND it is for: a loop
+	// woken by that packet would otherwise answer it with an RNR NAK.
+	g.wake()
 	*posted = n
 	return 0
 }
