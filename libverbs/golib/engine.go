@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -109,11 +110,11 @@ type qp struct {
 	core        verbs.QP
 	peer        netip.AddrPort
 	stream      int
-	pendSend    []C.struct_mrg_send_wr
+	pendSend    []C.struct_mrg_send_wr // posted, not yet taken by the engine (mu)
 	pendRecv    []C.struct_mrg_recv_wr
 	slots       []sendSlot // by seq % len
 	seq         uint64
-	outstanding int // sends posted and not completed
+	outstanding atomic.Int64 // sends posted and not completed: posts add (mu), the engine subtracts
 	sqDepth     int
 	destroyed   bool
 	failed      error
@@ -125,6 +126,11 @@ type qp struct {
 	timers   verbs.QPTimers
 	session  verbs.Session // the core QP's, once attached
 	sendSeen bool          // a send completion was reported
+
+	// The work the engine took from pendSend and pendRecv and is handing
+	// to the core (the engine goroutine's alone).
+	takenSend []C.struct_mrg_send_wr
+	takenRecv []C.struct_mrg_recv_wr
 }
 
 // timerSetter is a core QP whose budgets can change after creation
@@ -203,10 +209,11 @@ func (g *eng) handle() uint32 {
 }
 
 // step is the application part of the loop: commands, accepted sessions,
-// posted work, completions.
+// posted work, completions. It holds mu only to run the commands and to
+// take the posted work (posting threads wait for nothing else): the core
+// and the C rings are the engine goroutine's alone.
 func (g *eng) step(now verbs.Time) (bool, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.running, g.cmds = g.cmds, g.running[:0]
 	for _, f := range g.running {
 		f(now)
@@ -228,9 +235,19 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 	}
 	for _, q := range g.qps {
 		if q.core != nil {
-			g.flush(now, q)
+			// Swapped, not copied: the engine posts takenX below,
+			// and the threads append to the emptied pendX meanwhile.
+			q.takenRecv, q.pendRecv = q.pendRecv, q.takenRecv[:0]
+			q.takenSend, q.pendSend = q.pendSend, q.takenSend[:0]
 		} else if q.failed != nil || q.waitUntil != 0 && now >= q.waitUntil {
 			g.failUnconnected(q)
+		}
+	}
+	g.mu.Unlock()
+	for _, q := range g.qps {
+		if len(q.takenRecv) > 0 || len(q.takenSend) > 0 {
+			g.post(now, q, q.takenRecv, q.takenSend)
+			q.takenRecv, q.takenSend = q.takenRecv[:0], q.takenSend[:0]
 		}
 	}
 	for _, c := range g.cqs {
@@ -256,17 +273,25 @@ func (g *eng) attach(now verbs.Time, q *qp, s verbs.Session) {
 var opcodes = [...]verbs.WROpcode{C.MRG_OP_WRITE: verbs.WRWrite, C.MRG_OP_WRITE_IMM: verbs.WRWriteImm,
 	C.MRG_OP_SEND: verbs.WRSend, C.MRG_OP_SEND_IMM: verbs.WRSendImm, C.MRG_OP_READ: verbs.WRRead}
 
-// flush posts q's waiting work to its core QP.
+// flush posts q's waiting work to its core QP (mu held).
 func (g *eng) flush(now verbs.Time, q *qp) {
-	for _, r := range q.pendRecv {
+	g.post(now, q, q.pendRecv, q.pendSend)
+	q.pendRecv, q.pendSend = q.pendRecv[:0], q.pendSend[:0]
+}
+
+// post hands receives and sends to q's core QP, receives first (a SEND
+// posted after them may be answered by one of them).
+func (g *eng) post(now verbs.Time, q *qp, recvs []C.struct_mrg_recv_wr, sends []C.struct_mrg_send_wr) {
+	for i := range recvs {
+		r := &recvs[i]
 		err := q.core.PostRecv(now, verbs.RecvWR{ID: uint64(r.wr_id),
 			Local: verbs.SGE{Addr: uint64(r.addr), Length: uint32(r.length), LKey: verbs.LKey(r.lkey)}})
 		if err != nil {
 			g.fail(q.rcq, uint64(r.wr_id), C.IBV_WC_LOC_PROT_ERR, C.IBV_WC_RECV, q.qpn)
 		}
 	}
-	q.pendRecv = q.pendRecv[:0]
-	for _, s := range q.pendSend {
+	for i := range sends {
+		s := &sends[i]
 		slot := q.seq % uint64(len(q.slots))
 		q.slots[slot] = sendSlot{wrid: uint64(s.wr_id), signaled: s.signaled != 0}
 		op := opcodes[s.opcode]
@@ -275,11 +300,10 @@ func (g *eng) flush(now verbs.Time, q *qp) {
 			RemoteAddr: uint64(s.remote_addr), RKey: verbs.RKey(s.rkey), Imm: uint32(s.imm)})
 		q.seq++
 		if err != nil {
-			q.outstanding--
+			q.outstanding.Add(-1)
 			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_LOC_PROT_ERR, sendWCOp(op), q.qpn)
 		}
 	}
-	q.pendSend = q.pendSend[:0]
 }
 
 // fail queues an error completion the core never saw (a post it refused).
@@ -288,12 +312,32 @@ func (g *eng) fail(c *cq, wrid uint64, status, op, qpn uint32) {
 		opcode: C.uint32_t(op), qp_num: C.uint32_t(qpn)})
 }
 
-var statuses = map[verbs.Status]uint32{
-	verbs.StatusSuccess: C.IBV_WC_SUCCESS, verbs.StatusLocalLengthError: C.IBV_WC_LOC_LEN_ERR,
-	verbs.StatusLocalProtError: C.IBV_WC_LOC_PROT_ERR, verbs.StatusRemoteAccessError: C.IBV_WC_REM_ACCESS_ERR,
-	verbs.StatusRemoteOpError: C.IBV_WC_REM_OP_ERR, verbs.StatusRetryExceeded: C.IBV_WC_RETRY_EXC_ERR,
-	verbs.StatusRNRRetryExceeded: C.IBV_WC_RNR_RETRY_EXC_ERR, verbs.StatusFlushed: C.IBV_WC_WR_FLUSH_ERR,
-	verbs.StatusRemoteInvalidReq: C.IBV_WC_REM_INV_REQ_ERR, verbs.StatusLocalAccessError: C.IBV_WC_LOC_ACCESS_ERR,
+// wcStatus is the ibv_wc_status of a core status (a switch, not a map:
+// it runs once per completion).
+func wcStatus(s verbs.Status) uint32 {
+	switch s {
+	case verbs.StatusSuccess:
+		return C.IBV_WC_SUCCESS
+	case verbs.StatusLocalLengthError:
+		return C.IBV_WC_LOC_LEN_ERR
+	case verbs.StatusLocalProtError:
+		return C.IBV_WC_LOC_PROT_ERR
+	case verbs.StatusRemoteAccessError:
+		return C.IBV_WC_REM_ACCESS_ERR
+	case verbs.StatusRemoteOpError:
+		return C.IBV_WC_REM_OP_ERR
+	case verbs.StatusRetryExceeded:
+		return C.IBV_WC_RETRY_EXC_ERR
+	case verbs.StatusRNRRetryExceeded:
+		return C.IBV_WC_RNR_RETRY_EXC_ERR
+	case verbs.StatusFlushed:
+		return C.IBV_WC_WR_FLUSH_ERR
+	case verbs.StatusRemoteInvalidReq:
+		return C.IBV_WC_REM_INV_REQ_ERR
+	case verbs.StatusLocalAccessError:
+		return C.IBV_WC_LOC_ACCESS_ERR
+	}
+	return C.IBV_WC_GENERAL_ERR
 }
 
 var wcOpcodes = [...]uint32{verbs.WCSend: C.IBV_WC_SEND, verbs.WCWrite: C.IBV_WC_RDMA_WRITE,
@@ -310,10 +354,7 @@ func (g *eng) drain(c *cq) {
 			if q == nil {
 				continue // a destroyed QP's flush
 			}
-			st, ok := statuses[wc.Status]
-			if !ok {
-				st = C.IBV_WC_GENERAL_ERR
-			}
+			st := wcStatus(wc.Status)
 			wrid := wc.WRID
 			if wc.Opcode == verbs.WCSend || wc.Opcode == verbs.WCWrite || wc.Opcode == verbs.WCRead {
 				if wc.Status == verbs.StatusLocalLengthError {
@@ -333,7 +374,7 @@ func (g *eng) drain(c *cq) {
 				}
 				q.sendSeen = true
 				s := q.slots[wc.WRID%uint64(len(q.slots))]
-				q.outstanding--
+				q.outstanding.Add(-1)
 				if !s.signaled && wc.Status == verbs.StatusSuccess {
 					continue
 				}
@@ -420,12 +461,12 @@ func (g *eng) failUnconnected(q *qp) {
 		if len(q.pendSend) > 0 {
 			s := q.pendSend[0]
 			q.pendSend = q.pendSend[1:]
-			q.outstanding--
+			q.outstanding.Add(-1)
 			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_RETRY_EXC_ERR, sendWCOp(opcodes[s.opcode]), q.qpn)
 		}
 	}
 	for _, s := range q.pendSend {
-		q.outstanding--
+		q.outstanding.Add(-1)
 		g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_WR_FLUSH_ERR, sendWCOp(opcodes[s.opcode]), q.qpn)
 	}
 	q.pendSend = q.pendSend[:0]

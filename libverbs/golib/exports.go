@@ -291,9 +291,9 @@ func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int, post
 		*posted = 0
 		return C.EINVAL
 	}
-	k := min(len(ws), q.sqDepth-q.outstanding)
+	k := min(len(ws), q.sqDepth-int(q.outstanding.Load()))
 	q.pendSend = append(q.pendSend, ws[:k]...)
-	q.outstanding += k
+	q.outstanding.Add(int64(k))
 	g.mu.Unlock()
 	g.wake()
 	*posted = C.int(k)
