@@ -41,6 +41,8 @@ static const char *role = "requester";
 /* Set before setup: the side exits right after the exchange (never
  * reaching RTR); setup ends without the final handshake. */
 static int pair_die_after_exchange, pair_no_sync;
+/* Set before setup: the CQ gets a completion channel (side.ch). */
+static int pair_with_channel;
 
 static double now_ms(void)
 {
@@ -62,6 +64,7 @@ struct side {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch; /* pair_with_channel */
 	struct ibv_qp *qp[MAXQP];
 	struct ibv_mr *mr;
 	uint8_t *buf;
@@ -100,7 +103,11 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 		exit(2);
 	}
 	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
+	if (pair_with_channel && !(s->ch = ibv_create_comp_channel(s->ctx))) {
+		fprintf(stderr, "%s: comp channel: %s\n", role, strerror(errno));
+		exit(2);
+	}
+	s->cq = ibv_create_cq(s->ctx, 256, NULL, s->ch, 0);
 	s->buf = aligned_alloc(4096, PAIR_BUF);
 	memset(s->buf, fill, PAIR_BUF);
 	s->mr = ibv_reg_mr(s->pd, s->buf, PAIR_BUF,

@@ -127,7 +127,11 @@ int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 /* Solicited-only arming is treated as arming for every completion: a
  * superset of events, which verbs permits (a spurious wake-up polls
- * nothing). */
+ * nothing). A CQ armed while it holds completions raises its event at
+ * once, as an HCA does when the CQ it arms is not empty: programs arm and
+ * then poll only one completion (perftest's -e loops), and with two in
+ * the ring the second would otherwise wait for an event that no later
+ * push raises (ib_send_lat -e hung so). */
 int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	(void)solicited_only;
@@ -135,7 +139,11 @@ int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	if (!ibcq->channel)
 		return EINVAL;
 	pthread_mutex_lock(&cq->mu);
-	cq->armed = 1;
+	if (cq->count > 0) {
+		cq->armed = 0;
+		raise_event(cq);
+	} else
+		cq->armed = 1;
 	pthread_mutex_unlock(&cq->mu);
 	return 0;
 }
