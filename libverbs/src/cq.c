@@ -99,13 +99,17 @@ int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n)
 			w->imm_data = wc[k].imm;
 			w->wc_flags = IBV_WC_WITH_IMM;
 		}
-		cq->count++;
+		/* Atomic: ibv_poll_cq reads it without the lock to see an
+		 * empty ring (release: the entry is written first). */
+		__atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELEASE);
 	}
 	if (k > 0 && cq->armed && cq->cq.channel) {
 		cq->armed = 0;
 		raise_event(cq);
 	}
 	pthread_mutex_unlock(&cq->mu);
+	if (k > 0)
+		mrv_cq_pushed();
 	return k;
 }
 
@@ -114,14 +118,22 @@ int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct mrv_cq *cq = mrv_container_of(ibcq, struct mrv_cq, cq);
 	if (n < 0)
 		return -1;
+	if (__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE) == 0) {
+		/* Empty: no lock taken (the engine pushing into the ring never
+		 * waits for a spinning poller), and the wait of cqwait.c. */
+		mrv_cq_idle(cq);
+		return 0;
+	}
 	pthread_mutex_lock(&cq->mu);
 	int k = 0;
 	for (; k < n && cq->count > 0; k++) {
 		wc[k] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->size;
-		cq->count--;
+		__atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cq->mu);
+	if (k > 0)
+		mrv_cq_busy();
 	return k;
 }
 
