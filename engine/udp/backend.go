@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,6 +49,10 @@ type Backend struct {
 	closed bool
 
 	wk waker // Config.Wakeable's eventfd and state (wake.go)
+	// own is held by Run's loop (Wakeable) except while it sleeps, and by
+	// Progress; owned: Run holds it (progress.go).
+	own   sync.Mutex
+	owned bool
 
 	// The RawConn callbacks and their results, bound once so that a
 	// Step allocates nothing (a closure per call would escape).
@@ -206,6 +211,13 @@ func (b *Backend) Run(ctx context.Context, app engine.App) error {
 		return errors.New("udp: Run before Attach")
 	}
 	done := ctx.Done()
+	if b.wk.efd > 0 {
+		// Wakeable: the loop owns the transport except while it sleeps,
+		// when Progress may run a step on another thread (progress.go).
+		b.own.Lock()
+		b.owned = true
+		defer func() { b.owned = false; b.own.Unlock() }()
+	}
 	for {
 		if done != nil {
 			select {
@@ -268,7 +280,7 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 		return false, nil
 	}
 	if b.wk.efd > 0 {
-		if !b.wk.wait(wait) {
+		if !b.wk.wait(b, wait) {
 			return false, nil
 		}
 		got, err = b.recv(false)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/metaroce/metaroce/verbs"
 )
 
 // waker is Config.Wakeable's idle wait: the loop blocks in ppoll on the
@@ -36,9 +38,16 @@ type waker struct {
 	sockFD   int
 	woken    atomic.Bool
 	sleeping atomic.Bool
-	fds      [2]unix.PollFd
-	ts       unix.Timespec
-	buf      [8]byte
+	// drivenUntil: while the loop's clock is before it, Progress polls
+	// the socket on another thread and the loop waits for Wake alone.
+	drivenUntil atomic.Int64
+	// sleepUntil: when the loop's current or last wait ends at the latest
+	// (the loop's clock), for Progress to tell whether a deadline it set
+	// needs a Wake.
+	sleepUntil atomic.Int64
+	fds        [2]unix.PollFd
+	ts         unix.Timespec
+	buf        [8]byte
 }
 
 // open creates the eventfd and notes the socket's descriptor (raw's, for
@@ -66,7 +75,7 @@ func (w *waker) close() {
 // wait blocks until a packet is readable, Wake is called or d has passed,
 // and reports whether the socket may be readable (false: woken or timed
 // out with nothing to read).
-func (w *waker) wait(d time.Duration) bool {
+func (w *waker) wait(b *Backend, d time.Duration) bool {
 	if w.woken.Swap(false) {
 		return false // work was handed over since the App's step: do it now
 	}
@@ -75,9 +84,25 @@ func (w *waker) wait(d time.Duration) bool {
 		w.sleeping.Store(false)
 		return false
 	}
+	fds := w.fds[:]
+	if until := verbs.Time(w.drivenUntil.Load()); until > 0 {
+		// Another thread polls the socket (Progress): wait for Wake
+		// alone, until it stops.
+		if left := time.Duration(until - b.Now()); left > 0 {
+			fds = w.fds[1:]
+			d = min(d, left)
+		}
+	}
 	w.ts = unix.NsecToTimespec(d.Nanoseconds())
 	w.fds[0].Revents, w.fds[1].Revents = 0, 0
-	n, _ := unix.Ppoll(w.fds[:], &w.ts, nil) // EINTR: look again next Step
+	w.sleepUntil.Store(int64(b.Now().Add(d)))
+	if b.owned {
+		b.own.Unlock() // Progress may run a step while the loop sleeps
+	}
+	n, _ := unix.Ppoll(fds, &w.ts, nil) // EINTR: look again next Step
+	if b.owned {
+		b.own.Lock()
+	}
 	w.sleeping.Store(false)
 	// The App runs after this wait, so the work of every Wake so far
 	// will be seen: none of them needs another iteration.
