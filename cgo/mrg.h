@@ -92,7 +92,8 @@ struct mrv_cq;
  * library exports nothing beyond rdma-core's ABI, so the Go side gets it
  * as a pointer): copies n entries into cq's ring and raises its channel
  * event if the CQ was armed (cq.c). Returns how many fitted; called on the
- * engine goroutine. */
+ * engine goroutine. The event is raised when the Go side calls it with
+ * n == 0 (wc NULL), once a step has pushed into every CQ. */
 typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 
 /*

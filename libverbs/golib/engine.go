@@ -88,6 +88,7 @@ type cq struct {
 	buf     []verbs.WorkCompletion
 	out     []C.struct_mrg_wc // translated, not yet taken by the C ring
 	users   int
+	pushed  bool // completions went into the ring this step (their event is due)
 	handle  uint32
 	scratch *C.struct_mrg_wc // C memory: cap entries
 	cap     int
@@ -250,8 +251,25 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 			q.takenRecv, q.takenSend = q.takenRecv[:0], q.takenSend[:0]
 		}
 	}
+	// Every CQ's completions are collected (and the send queues' slots
+	// freed) before any is pushed: a program that sees its receive
+	// completion may post at once, from another thread, and must find
+	// the slot of the send the same batch completed free.
 	for _, c := range g.cqs {
-		g.drain(c)
+		g.collect(c)
+	}
+	for _, c := range g.cqs {
+		g.pushOut(c)
+	}
+	// The channel events last, once every ring holds its completions:
+	// a program woken by one event polls the CQ it expects, which may be
+	// another (perftest's -e loops wait for any event, then poll the send
+	// CQ once), and must find its completion there.
+	for _, c := range g.cqs {
+		if c.pushed {
+			c.pushed = false
+			C.mrg_call_push(g.push, c.c, nil, 0)
+		}
 	}
 	return false, nil
 }
@@ -343,10 +361,10 @@ func wcStatus(s verbs.Status) uint32 {
 var wcOpcodes = [...]uint32{verbs.WCSend: C.IBV_WC_SEND, verbs.WCWrite: C.IBV_WC_RDMA_WRITE,
 	verbs.WCRead: C.IBV_WC_RDMA_READ, verbs.WCRecv: C.IBV_WC_RECV, verbs.WCRecvWriteImm: C.IBV_WC_RECV_RDMA_WITH_IMM}
 
-// drain moves c's core completions into its C ring: send completions get
-// back the program's wr_id, unsignaled successes are dropped (as an HCA
-// does), errors are always reported.
-func (g *eng) drain(c *cq) {
+// collect translates c's core completions into c.out: send completions
+// get back the program's wr_id, unsignaled successes are dropped (as an
+// HCA does), errors are always reported.
+func (g *eng) collect(c *cq) {
 	for {
 		n := c.core.Poll(c.buf)
 		for _, wc := range c.buf[:n] {
@@ -391,12 +409,17 @@ func (g *eng) drain(c *cq) {
 			break
 		}
 	}
+}
+
+// pushOut moves c.out into c's C ring, as much as fits.
+func (g *eng) pushOut(c *cq) {
 	for len(c.out) > 0 {
 		k := min(len(c.out), c.cap)
 		dst := unsafe.Slice(c.scratch, c.cap)
 		copy(dst, c.out[:k])
 		took := int(C.mrg_call_push(g.push, c.c, c.scratch, C.int(k)))
 		c.out = c.out[:copy(c.out, c.out[took:])]
+		c.pushed = c.pushed || took > 0
 		if took < k {
 			break // the ring is full: the rest waits for the program to poll
 		}

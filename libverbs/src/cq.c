@@ -3,8 +3,10 @@
  *
  * The Go side pushes completions into a CQ's ring (mrv_cq_push, on its
  * engine goroutine); ibv_poll_cq (ctx->ops.poll_cq) drains it without
- * crossing into Go. A CQ armed by ibv_req_notify_cq raises one event on
- * its channel at the next push: the channel's eventfd (semaphore mode)
+ * crossing into Go. A CQ armed by
+ * ibv_req_notify_cq raises one event on its channel when a step has
+ * pushed completions into it, once that step has pushed into every CQ
+ * (mrv_cq_push with n 0): the channel's eventfd (semaphore mode)
  * counts events, so a blocking ibv_get_cq_event and poll() on
  * channel->fd both wake, and a FIFO says which CQ each event is for.
  */
@@ -86,6 +88,15 @@ static void raise_event(struct mrv_cq *cq)
 int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n)
 {
 	pthread_mutex_lock(&cq->mu);
+	if (n == 0) {
+		/* The Go side's step is done pushing: raise what is due. */
+		if (cq->event_due) {
+			cq->event_due = 0;
+			raise_event(cq);
+		}
+		pthread_mutex_unlock(&cq->mu);
+		return 0;
+	}
 	int k = 0;
 	for (; k < n && cq->count < cq->size; k++) {
 		struct ibv_wc *w = &cq->ring[(cq->head + cq->count) % cq->size];
@@ -104,8 +115,9 @@ int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n)
 		__atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELEASE);
 	}
 	if (k > 0 && cq->armed && cq->cq.channel) {
+		/* Raised at the step's end (n == 0), after every CQ's push. */
 		cq->armed = 0;
-		raise_event(cq);
+		cq->event_due = 1;
 	}
 	pthread_mutex_unlock(&cq->mu);
 	if (k > 0)
@@ -139,11 +151,12 @@ int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 /* Solicited-only arming is treated as arming for every completion: a
  * superset of events, which verbs permits (a spurious wake-up polls
- * nothing). A CQ armed while it holds completions raises its event at
- * once, as an HCA does when the CQ it arms is not empty: programs arm and
- * then poll only one completion (perftest's -e loops), and with two in
- * the ring the second would otherwise wait for an event that no later
- * push raises (ib_send_lat -e hung so). */
+ * nothing). As ibv_req_notify_cq(3) says, the event is for the next
+ * completion added: one already in the ring raises none (the program
+ * polls after arming). perftest's -e loops rely on that: they arm before
+ * they poll the completion their event was for, and count on one event
+ * per completion (raising one at arming for what is in the ring made
+ * ib_send_lat -e fail at once). */
 int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	(void)solicited_only;
@@ -151,11 +164,7 @@ int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	if (!ibcq->channel)
 		return EINVAL;
 	pthread_mutex_lock(&cq->mu);
-	if (cq->count > 0) {
-		cq->armed = 0;
-		raise_event(cq);
-	} else
-		cq->armed = 1;
+	cq->armed = 1;
 	pthread_mutex_unlock(&cq->mu);
 	return 0;
 }

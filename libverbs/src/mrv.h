@@ -110,6 +110,7 @@ struct mrv_cq {
 	struct ibv_wc *ring;
 	unsigned size, head, count;
 	int armed; /* ibv_req_notify_cq was called since the last event */
+	int event_due; /* armed and pushed into: raised when the push ends */
 };
 
 /*

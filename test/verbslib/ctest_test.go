@@ -61,4 +61,4 @@ func TestFork(t *testing.T) {
 // empty raises one event at the next completion and none before, and
 // polling an empty CQ returns 0 promptly through the library's poll wait
 // (ctest/notify.c).
-func TestNotify(t *testing.T) { runC(t, "notify", 16) }
+func TestNotify(t *testing.T) { runC(t, "notify", 220) }
