@@ -91,8 +91,8 @@ struct mrv_cq;
 /* The C side's completion sink, passed to MetaroceVerbsOpen (the C
  * library exports nothing beyond rdma-core's ABI, so the Go side gets it
  * as a pointer): copies n entries into cq's ring and raises its channel
- * event if the CQ was armed (cq.c). Returns how many fitted; called on the
- * engine goroutine. The event is raised when the Go side calls it with
+ * event if the CQ was armed (cq.c). Returns how many fitted; called by
+ * the thread that runs the transport's step (one at a time). The event is raised when the Go side calls it with
  * n == 0 (wc NULL), once a step has pushed into every CQ. */
 typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 
@@ -116,7 +116,8 @@ typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 	X(int, MetaroceVerbsModifyQP, (uint32_t qp, const struct mrg_qp_attr *attr, char *err, int errlen)) \
 	X(int, MetaroceVerbsDestroyQP, (uint32_t qp))                                          \
 	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int *posted)) \
-	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted))
+	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted)) \
+	X(int, MetaroceVerbsProgress, (int64_t drive_ns))
 
 #define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
 MRG_API(MRG_DECLARE)

@@ -43,9 +43,11 @@ const maxQPs = 255
 const idleWait = time.Millisecond
 
 // eng is the process's one transport: a UDP backend and a device, run by
-// one goroutine (backend.Run). C threads never touch the core: they queue
-// commands and work requests under mu, and step runs them on the engine
-// goroutine.
+// one goroutine (backend.Run). C threads queue commands and work requests
+// under mu, and step runs them; step runs on the engine goroutine, or on
+// a program's thread that posts or polls while the loop sleeps (kick,
+// MetaroceVerbsProgress: the backend's ownership makes it one thread at a
+// time, so the core stays single-threaded).
 type eng struct {
 	mu   sync.Mutex
 	be   *udp.Backend
@@ -68,11 +70,21 @@ type eng struct {
 	// waker ends the loop's idle wait when a C thread hands it work (nil
 	// for a backend that cannot: then the work waits out the idle wait).
 	waker waker
+	// progresser runs the transport on a posting or polling thread while
+	// the loop sleeps (nil for a backend that cannot); app is g.step.
+	progresser progresser
+	app        engine.App
 }
 
 // waker is a backend whose wait for packets another thread can end
 // (udp.Backend.Wake).
 type waker interface{ Wake() }
+
+// progresser is a backend that runs the transport on the caller's thread
+// while its loop sleeps (udp.Backend.Progress).
+type progresser interface {
+	Progress(app engine.App, drive time.Duration) (bool, error)
+}
 
 // wake makes the engine goroutine run the work just queued now.
 func (g *eng) wake() {
@@ -80,6 +92,39 @@ func (g *eng) wake() {
 		g.waker.Wake()
 	}
 }
+
+// kick gets posted work moving: on the posting thread if the loop is
+// asleep (its packets leave without a thread wake-up), else by waking it.
+func (g *eng) kick() {
+	if g.progresser != nil {
+		if ran, _ := g.progresser.Progress(g.app, 0); ran {
+			return // an error is the loop's to report, at its next step
+		}
+	}
+	g.wake()
+}
+
+// MetaroceVerbsProgress runs the transport on the calling thread, a
+// program's poll that found its CQ empty (cqwait.c), if the loop is
+// asleep, and lets that thread watch the socket for the next driveNS
+// (the rest of its spin phase); it returns 1 if it ran.
+//
+//export MetaroceVerbsProgress
+func MetaroceVerbsProgress(driveNS C.int64_t) C.int {
+	g := startedEng.Load()
+	if g == nil || g.progresser == nil || driveNS <= 0 {
+		return 0
+	}
+	if ran, _ := g.progresser.Progress(g.app, time.Duration(driveNS)); ran {
+		return 1
+	}
+	return 0
+}
+
+// startedEng is the running transport, nil before it started: a poll
+// never starts it (theEng is guarded by engOnce, which a poll must not
+// wait on).
+var startedEng atomic.Pointer[eng]
 
 // cq is a completion queue: the core's, and the C ring it drains into.
 type cq struct {
@@ -180,12 +225,15 @@ func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 			peers: map[netip.AddrPort]verbs.PeerHandle{}, sessions: map[verbs.PeerHandle]verbs.Session{},
 			waiting: map[verbs.PeerHandle][]*qp{}}
 		g.waker, _ = any(be).(waker)
+		g.progresser, _ = any(be).(progresser)
+		g.app = engine.AppFunc(g.step)
 		go func() {
-			if err := be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
+			if err := be.Run(context.Background(), g.app); err != nil {
 				fmt.Fprintf(os.Stderr, "metaroce verbs: the transport stopped: %v\n", err)
 			}
 		}()
 		theEng = g
+		startedEng.Store(g)
 	})
 	return theEng, engErr
 }

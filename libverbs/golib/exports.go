@@ -295,7 +295,7 @@ func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int, post
 	q.pendSend = append(q.pendSend, ws[:k]...)
 	q.outstanding.Add(int64(k))
 	g.mu.Unlock()
-	g.wake()
+	g.kick()
 	*posted = C.int(k)
 	if k < len(ws) {
 		return C.ENOMEM // the send queue is full, as an HCA reports it
@@ -321,7 +321,7 @@ func MetaroceVerbsPostRecv(h C.uint32_t, wr *C.struct_mrg_recv_wr, n C.int, post
 	g.mu.Unlock()
 	// A receive must reach the core before the SEND it is for: a loop
 	// woken by that packet would otherwise answer it with an RNR NAK.
-	g.wake()
+	g.kick()
 	*posted = n
 	return 0
 }

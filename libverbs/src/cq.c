@@ -1,9 +1,11 @@
 /*
  * cq.c: completion queues and completion channels.
  *
- * The Go side pushes completions into a CQ's ring (mrv_cq_push, on its
- * engine goroutine); ibv_poll_cq (ctx->ops.poll_cq) drains it without
- * crossing into Go. A CQ armed by
+ * The Go side pushes completions into a CQ's ring (mrv_cq_push, from the
+ * thread that runs the transport's step: the engine goroutine, or a
+ * program's thread that polls or posts while it sleeps); ibv_poll_cq
+ * (ctx->ops.poll_cq) drains it without crossing into Go, except to run
+ * the transport when it finds the ring empty (cqwait.c). A CQ armed by
  * ibv_req_notify_cq raises one event on its channel when a step has
  * pushed completions into it, once that step has pushed into every CQ
  * (mrv_cq_push with n 0): the channel's eventfd (semaphore mode)

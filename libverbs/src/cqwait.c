@@ -6,15 +6,21 @@
  * engine thread), and a spinning poller takes the CPU the engine needs to
  * produce the completion it waits for: on a host with as many busy
  * threads as cores the engine then runs only when the scheduler preempts
- * the spinner (ib_write_bw at 4 KiB: a third of the native rate). So a
- * thread that found its CQs empty for MRV_SPIN_NS yields once per empty
- * poll, and then sleeps on a futex until the Go side pushes a completion
- * into any CQ (mrv_cq_pushed), at most MRV_NAP_NS per poll: ibv_poll_cq
- * stays a non-blocking call in effect (it returns 0 within the nap), and a
- * program that polls several CQs in turn sees each push at once.
+ * the spinner (ib_write_bw at 4 KiB: a third of the native rate). So for
+ * MRV_SPIN_NS after its last completion, a thread whose poll finds its CQ
+ * empty runs the transport itself if the engine's loop sleeps
+ * (MetaroceVerbsProgress: receive, timers, send, push, and it watches the
+ * socket in the loop's place for the rest of the spin; no thread is woken
+ * on the way, as in the native path, whose application runs in the loop),
+ * or else yields the core to the loop; after that it sleeps on a futex
+ * until the Go side pushes a completion into any CQ (mrv_cq_pushed), at
+ * most MRV_NAP_NS per poll: ibv_poll_cq stays a non-blocking call in
+ * effect (it returns 0 within the nap), and a program that polls several
+ * CQs in turn sees each push at once.
  *
  * METAROCE_VERBS_SPIN_US overrides the spin phase (0: nap at the first
- * empty poll; -1: never nap, spin as on an HCA).
+ * empty poll; -1: never nap and never run the transport, spin as on an
+ * HCA).
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -71,7 +77,10 @@ void mrv_cq_idle(struct mrv_cq *cq)
 	if (!idle_since)
 		idle_since = now;
 	if (now - idle_since < (uint64_t)spin) {
-		sched_yield(); /* let a runnable engine thread have the core */
+		/* Run the transport here if its loop sleeps (and watch the
+		 * socket for it meanwhile); else let the loop have the core. */
+		if (!mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since)))
+			sched_yield();
 		return;
 	}
 	/* The generation first, then the ring: a push after this load
