@@ -34,7 +34,7 @@
 
 #include "mrv.h"
 
-#define MRV_SPIN_NS 20000 /* empty polls spin this long before napping */
+#define MRV_SPIN_NS 100000 /* empty polls spin (and drive) this long before napping */
 #define MRV_NAP_NS 200000 /* one nap's bound */
 
 static uint32_t push_gen;     /* futex word: bumped by every push */
