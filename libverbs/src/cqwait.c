@@ -12,7 +12,9 @@
  * (MetaroceVerbsProgress: receive, timers, send, push, and it watches the
  * socket in the loop's place for the rest of the spin; no thread is woken
  * on the way, as in the native path, whose application runs in the loop),
- * or else yields the core to the loop; after that it sleeps on a futex
+ * and yields the core (to the loop, or to the peer process that has to
+ * answer, when the host has fewer free cores than busy threads); after
+ * that it sleeps on a futex
  * until the Go side pushes a completion into any CQ (mrv_cq_pushed), at
  * most MRV_NAP_NS per poll: ibv_poll_cq stays a non-blocking call in
  * effect (it returns 0 within the nap), and a program that polls several
@@ -78,9 +80,10 @@ void mrv_cq_idle(struct mrv_cq *cq)
 		idle_since = now;
 	if (now - idle_since < (uint64_t)spin) {
 		/* Run the transport here if its loop sleeps (and watch the
-		 * socket for it meanwhile); else let the loop have the core. */
-		if (!mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since)))
-			sched_yield();
+		 * socket for it meanwhile), and yield either way: the peer
+		 * process that answers may share this core. */
+		mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since));
+		sched_yield();
 		return;
 	}
 	/* The generation first, then the ring: a push after this load
