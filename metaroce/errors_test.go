@@ -301,6 +301,10 @@ func TestCloseFlushesBothSides(t *testing.T) {
 	rc := f.wait(t, f.cqb)
 	require.Equal(t, uint64(5), rc.WRID)
 	require.Equal(t, verbs.StatusFlushed, rc.Status)
+	// A receive no message reached is still reported as a receive, as
+	// rocev2 does: the verbs library tells send and receive completions
+	// apart by it.
+	require.Equal(t, verbs.WCRecv, rc.Opcode)
 	require.NoError(t, f.p.RunUntil(func() bool { return f.p.EP[0].Connections() == 0 && f.p.EP[1].Connections() == 0 }, f.p.Now+1e9))
 	require.ErrorIs(t, f.qa.PostSend(f.p.Now, verbs.SendWR{Opcode: verbs.WRSend}), mr.ErrNotUsable)
 	// An orderly close is no failure, at either end.

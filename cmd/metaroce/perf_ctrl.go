@@ -43,7 +43,7 @@ func (p perfParams) validate() error {
 	switch {
 	case !slices.Contains(perfTests, p.Test):
 		return fmt.Errorf("unknown test %q", p.Test)
-	case transportKinds[p.Transport].newDevice == nil:
+	case transportKinds[p.Transport].NewDevice == nil:
 		return fmt.Errorf("unknown transport %q", p.Transport)
 	case len(p.Sizes) < 1 || len(p.Sizes) > 23:
 		return fmt.Errorf("%d sizes, want 1..23", len(p.Sizes))

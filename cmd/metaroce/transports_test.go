@@ -187,14 +187,11 @@ func TestTransportKindsComplete(t *testing.T) {
 				t.Errorf("transportKinds[%q].%s is nil", name, v.Type().Field(i).Name)
 			}
 		}
-		if k.udpPort == 0 {
-			t.Errorf("transportKinds[%q].udpPort is 0", name)
-		}
-		if k.udpChecksum != "zero" && k.udpChecksum != "compute" {
-			t.Errorf("transportKinds[%q].udpChecksum is %q", name, k.udpChecksum)
+		if k.NewDevice == nil {
+			t.Errorf("transportKinds[%q] has no internal/transports kind", name)
 		}
 	}
-	if len(transportKinds) < 2 || funcs < 2*5 {
+	if len(transportKinds) < 2 || funcs < 2*3 {
 		t.Fatalf("checked %d functions of %d transports; want both transports' entries", funcs, len(transportKinds))
 	}
 }
