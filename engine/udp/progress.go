@@ -64,3 +64,19 @@ func (b *Backend) Progress(app engine.App, drive time.Duration) (bool, error) {
 	}
 	return true, err
 }
+
+// ackNow (Wakeable only) sends at once what the packets just received
+// made ready, ACKs above all, before Step returns and the App reports
+// their completions: the responder's ACK leaves before the program sees
+// the message. A program may exit as soon as it has seen its last
+// completion (ibv_rc_pingpong does), and the ACK queued for the next
+// Step would never leave: the peer's last SEND failed with
+// IBV_WC_RETRY_EXC_ERR over rocev2. Without Wakeable the next Step's
+// send pass follows at once on the loop's own thread, as before.
+func (b *Backend) ackNow() error {
+	if b.wk.efd <= 0 {
+		return nil
+	}
+	_, err := b.send(b.Now())
+	return err
+}
