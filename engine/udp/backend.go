@@ -269,9 +269,6 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 	}
 	n, err := b.recv(false)
 	got += n
-	if err == nil && n > 0 {
-		err = b.ackNow()
-	}
 	if err != nil || sent > 0 || got > 0 || wait <= 0 {
 		return sent > 0 || got > 0, err
 	}
@@ -287,9 +284,6 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 			return false, nil
 		}
 		got, err = b.recv(false)
-		if err == nil && got > 0 {
-			err = b.ackNow()
-		}
 		return got > 0, err
 	}
 	if err := b.rx.SetReadDeadline(time.Now().Add(wait)); err != nil {

@@ -65,18 +65,15 @@ func (b *Backend) Progress(app engine.App, drive time.Duration) (bool, error) {
 	return true, err
 }
 
-// ackNow (Wakeable only) sends at once what the packets just received
-// made ready, ACKs above all, before Step returns and the App reports
-// their completions: the responder's ACK leaves before the program sees
-// the message. A program may exit as soon as it has seen its last
-// completion (ibv_rc_pingpong does), and the ACK queued for the next
-// Step would never leave: the peer's last SEND failed with
-// IBV_WC_RETRY_EXC_ERR over rocev2. Without Wakeable the next Step's
-// send pass follows at once on the loop's own thread, as before.
-func (b *Backend) ackNow() error {
-	if b.wk.efd <= 0 {
-		return nil
-	}
+// SendNow sends what the transport has ready, at once, on the caller's
+// goroutine, which must own the transport: an App's Step run by Run or by
+// Progress. The verbs library calls it before it runs a command (destroy
+// a QP, close the device): an ACK the last receive queued leaves first.
+// A program may exit as soon as it has seen its last completion
+// (ibv_rc_pingpong does), and when its thread ran the transport that
+// ACK waited for the next send pass, which came after the destroy: over
+// rocev2 the peer's last SEND failed with IBV_WC_RETRY_EXC_ERR.
+func (b *Backend) SendNow() error {
 	_, err := b.send(b.Now())
 	return err
 }

@@ -149,39 +149,28 @@ func TestProgress(t *testing.T) {
 	close(hold)
 }
 
-// TestAckBeforeReturn: a Wakeable Step that receives sends what the
-// packets made ready (an ACK, here an echo) before it returns, so that
-// the App reports a completion only after its ACK left; without Wakeable
-// it leaves at the next Step, as before.
-func TestAckBeforeReturn(t *testing.T) {
-	for _, wakeable := range []bool{true, false} {
-		p := newPair(t, Config{Wakeable: wakeable}, Config{})
-		b, peer := p.b[0], p.b[1]
-		e, rx := &echo{}, &owed{}
-		if err := b.Attach(e); err != nil {
-			t.Fatal(err)
-		}
-		if err := peer.Attach(rx); err != nil {
-			t.Fatal(err)
-		}
-		rx.owe.Add(1)
-		stepUntil(t, peer, time.Second, func() bool { return rx.owe.Load() == 0 })
-		moved := false
-		for end := time.Now().Add(time.Second); !moved && time.Now().Before(end); {
-			var err error
-			if moved, err = b.Step(time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if !moved || b.Stats().RxPackets != 1 {
-			t.Fatalf("wakeable %v: the packet was not received (%d)", wakeable, b.Stats().RxPackets)
-		}
-		want := uint64(0)
-		if wakeable {
-			want = 1
-		}
-		if got := b.Stats().TxPackets; got != want {
-			t.Fatalf("wakeable %v: %d packets sent by the Step that received, want %d", wakeable, got, want)
-		}
+// TestSendNow: SendNow sends what became ready (an echo of a packet just
+// received) at once, not at the next Step.
+func TestSendNow(t *testing.T) {
+	p := newPair(t, Config{}, Config{})
+	b, peer := p.b[0], p.b[1]
+	e, rx := &echo{}, &owed{}
+	if err := b.Attach(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Attach(rx); err != nil {
+		t.Fatal(err)
+	}
+	rx.owe.Add(1)
+	stepUntil(t, peer, time.Second, func() bool { return rx.owe.Load() == 0 })
+	stepUntil(t, b, time.Second, func() bool { return b.Stats().RxPackets == 1 })
+	if got := b.Stats().TxPackets; got != 0 {
+		t.Fatalf("%d packets sent by the Step that received, want 0 (the echo waits for the next)", got)
+	}
+	if err := b.SendNow(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Stats().TxPackets; got != 1 {
+		t.Fatalf("SendNow sent %d packets, want the 1 echo", got)
 	}
 }

@@ -76,7 +76,14 @@ type eng struct {
 	// the loop sleeps (nil for a backend that cannot); app is g.step.
 	progresser progresser
 	app        engine.App
+	// sender sends the transport's ready packets from inside a step (nil
+	// for a backend that cannot).
+	sender sender
 }
+
+// sender is a backend that sends from inside an App step
+// (udp.Backend.SendNow).
+type sender interface{ SendNow() error }
 
 // waker is a backend whose wait for packets another thread can end
 // (udp.Backend.Wake).
@@ -271,6 +278,7 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 		waiting: map[verbs.PeerHandle][]*qp{}}
 	g.waker, _ = be.(waker)
 	g.progresser, _ = be.(progresser)
+	g.sender, _ = be.(sender)
 	g.app = engine.AppFunc(g.step)
 	return g, nil
 }
@@ -307,6 +315,13 @@ func (g *eng) handle() uint32 {
 // and the C rings are the engine goroutine's alone.
 func (g *eng) step(now verbs.Time) (bool, error) {
 	g.mu.Lock()
+	if len(g.cmds) > 0 && g.sender != nil {
+		// What the last receive made ready (its ACK) leaves before a
+		// command destroys the QP or closes the device: the program
+		// may have seen that completion on a thread that ran the
+		// transport, before the send pass that would have sent it.
+		_ = g.sender.SendNow() // a send error is the loop's to report
+	}
 	g.running, g.cmds = g.cmds, g.running[:0]
 	for _, f := range g.running {
 		f(now)
