@@ -120,6 +120,8 @@ type Conn struct {
 	inboundIndexed    bool
 	groupPos          int // 1 + index in its peerGroup; 0: not in one
 
+	sec *connSec // the sealed modes' hello and keys (seal.go); nil in mode none
+
 	c ConnCounters
 }
 

@@ -103,7 +103,7 @@ func (c *Conn) buildCtrl(now verbs.Time, buf []byte, p ctrlPkt) (verbs.TxMeta, b
 		c.c.NaksSent++
 	}
 	h.Put(buf)
-	n = SealCRC(buf, n)
+	n = c.seal(now, buf, n)
 	return c.meta(n, h.Path), true
 }
 
@@ -142,7 +142,7 @@ func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	}
 	h := c.header(OpAck, via, now)
 	h.Put(buf)
-	limit := c.ep.MaxPacketLen() - CRCLen
+	limit := c.ep.MaxPacketLen() - c.ep.sec.trailer
 	n := HeaderLen + AckPrefixLen
 	count := 0
 	hint := c.ep.share.hintMbps(&c.ep.cfg, c)
@@ -162,7 +162,7 @@ func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		c.ackChanged(i)
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
-	n = SealCRC(buf, n)
+	n = c.seal(now, buf, n)
 	c.c.AcksSent++
 	return c.meta(n, via), true
 }
@@ -278,7 +278,7 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 			}
 		}
 	}
-	return SealCRC(buf, n)
+	return c.seal(now, buf, n)
 }
 
 func (c *Conn) buildResend(now verbs.Time, buf []byte, r resendRef) (verbs.TxMeta, bool) {

@@ -41,10 +41,11 @@ type Endpoint struct {
 	stale    []*Conn                // scratch for peerSeen
 	sched    queue.Scheduler[*Conn] // ready line and timers of the connections
 	replies  queue.Ring[reply]
-	planeRR  int       // the plane the next new packet should take (Conn.pickPath)
-	share    fairShare // the receiver's rate hints (ratehint.go)
-	ready1   uint32    // planes whose ports have room (SetReadyPlanes); 0 = all
-	peers    peerIndex // connections by peer (peers.go)
+	planeRR  int         // the plane the next new packet should take (Conn.pickPath)
+	share    fairShare   // the receiver's rate hints (ratehint.go)
+	ready1   uint32      // planes whose ports have room (SetReadyPlanes); 0 = all
+	peers    peerIndex   // connections by peer (peers.go)
+	sec      endpointSec // the sealed modes (seal.go)
 
 	c EndpointCounters
 }
@@ -65,6 +66,9 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		e.cfg.Incarnation = Incarnation(e.rand.Uint64())
 	}
 	e.regions.SetRandom(e.rand)
+	if err := e.initSecurity(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -76,7 +80,7 @@ func (e *Endpoint) Counters() *EndpointCounters { return &e.c }
 
 // MaxPacketLen is the largest packet the endpoint writes or accepts; the
 // buffers passed to NextPacket must be at least this long.
-func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MsgHeaderLen + e.cfg.MTU + CRCLen }
+func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MsgHeaderLen + e.cfg.MTU + e.sec.trailer }
 
 // AllocPD returns a new protection domain (ibv_alloc_pd).
 func (e *Endpoint) AllocPD() *verbs.ProtectionDomain { return e.regions.AllocPD() }
@@ -175,9 +179,17 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		e.c.Malformed++
 		return
 	}
+	if e.sec.mode != SecurityNone {
+		e.receiveSealed(now, pkt, rx)
+		return
+	}
 	var h Header
 	body, err := CheckCRC(pkt)
 	if err != nil {
+		if len(pkt) >= HeaderLen && HeaderFlags(pkt[3])&FlagSealed != 0 {
+			e.c.SealMismatch++ // a sealed packet (seal.go), to mode none
+			return
+		}
 		e.c.CRCDrops++
 		// Attribute the drop to the connection the (unverified) header names.
 		if err == ErrCRC && h.Decode(pkt) == nil {
@@ -188,19 +200,31 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		return
 	}
 	if h.Decode(body) != nil {
-		e.c.Malformed++
+		if h.decode(body, flagsKnown|flagsSeal) == nil {
+			e.c.SealMismatch++ // a sealed packet, to mode none
+		} else {
+			e.c.Malformed++
+		}
 		return
 	}
-	body = body[HeaderLen:]
+	e.dispatch(now, &h, body[HeaderLen:], rx, nil)
+}
+
+// dispatch handles a packet whose CRC or seal checked and whose header
+// decoded; body is everything between the header and the trailer. c is
+// the connection dst_conn names, when the caller has looked it up.
+func (e *Endpoint) dispatch(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta, c *Conn) {
 	if h.Opcode.headerOnly() && len(body) != 0 {
 		e.c.Malformed++
 		return
 	}
 	if h.Opcode == OpConnect {
-		e.onConnect(now, &h, body, rx)
+		e.onConnect(now, h, body, rx)
 		return
 	}
-	c := e.conns[h.DstConn]
+	if c == nil {
+		c = e.conns[h.DstConn]
+	}
 	if c == nil {
 		e.c.UnknownConn++
 		switch h.Opcode {
@@ -219,7 +243,7 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		}
 		return
 	}
-	c.receive(now, &h, body, rx)
+	c.receive(now, h, body, rx)
 	if c.state < connClosed {
 		e.touch(c, now)
 	}
@@ -261,6 +285,7 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 	// (Conn.prove): until then it costs a Conn and its map entries.
 	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
 	c.establish(now, &b)
+	e.keyAccepted(now, c)
 	c.acceptPath = h.Path % verbs.PathID(c.paths)
 	e.peers.addInbound(c)
 	e.halfOpen.pushBack(c)
@@ -292,7 +317,7 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		r := e.replies.Pop()
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
 		h.Put(buf)
-		n := SealCRC(buf, HeaderLen)
+		n := e.sealReply(buf, HeaderLen)
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {

@@ -26,13 +26,22 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg mr.Config, link memlink.Config) *fixture {
 	t.Helper()
+	return newFixturePair(t, cfg, cfg, link)
+}
+
+// newFixturePair is newFixture with a configuration for each end.
+func newFixturePair(t *testing.T, cfg, cfgB mr.Config, link memlink.Config) *fixture {
+	t.Helper()
 	if cfg.Paths == 0 {
 		cfg.Paths = 4
+	}
+	if cfgB.Paths == 0 {
+		cfgB.Paths = 4
 	}
 	if link.Delay == 0 {
 		link.Delay = 2000
 	}
-	p, err := mempair.New(cfg, cfg, link)
+	p, err := mempair.New(cfg, cfgB, link)
 	require.NoError(t, err)
 	f := &fixture{p: p}
 	f.ca, f.cb, err = p.Connect(1e9)

@@ -103,6 +103,10 @@ type ctrlMsg struct {
 	VerifyErr string       `json:"verify_error,omitempty"`
 	Err       string       `json:"error,omitempty"`
 	Version   string       `json:"version,omitempty"`
+	// Key and Proof: the X25519 exchange of security.mode auth and
+	// encrypt (perf_keys.go), in hello and welcome.
+	Key   []byte `json:"key,omitempty"`
+	Proof []byte `json:"proof,omitempty"`
 }
 
 // ctrl is one end of the setup channel. recv never blocks: it returns

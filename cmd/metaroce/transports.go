@@ -59,7 +59,10 @@ func metaroceEndpoint(d verbs.Device) metrics.Endpoint {
 	}
 	c := e.Counters()
 	return metrics.Endpoint{RxDropped: []metrics.Count{{Reason: "crc", N: c.CRCDrops},
-		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownConn}},
+		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownConn},
+		// The sealed modes: a PSK MAC that did not check, a packet sealed
+		// otherwise than the endpoint's mode.
+		{Reason: "auth", N: c.AuthFailures}, {Reason: "seal_mismatch", N: c.SealMismatch}},
 		ConnectsRefused: []metrics.Count{{Reason: "max_conns", N: c.RefusedMaxConns},
 			{Reason: "per_peer", N: c.RefusedPerPeer}, {Reason: "backlog", N: c.RefusedBacklog},
 			{Reason: "not_accepting", N: c.RefusedNotAccepting}},
@@ -113,7 +116,10 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			{Reason: "placed_again", N: c.DuplicateChunks},
 			// held_full: a WRITE's early last chunk that could not be held
 			// (maxHeldChunks), not acknowledged, for the sender to resend.
-			{Reason: "held_full", N: c.LastChunksRefused}}
+			{Reason: "held_full", N: c.LastChunksRefused},
+			// The sealed modes: a tag that did not check, a packet number
+			// seen before (replay) or older than the replay window.
+			{Reason: "auth", N: c.AuthFailures}, {Reason: "replay", N: c.Replays}, {Reason: "replay_old", N: c.ReplaysOld}}
 		mc.TxExtra = []metrics.Count{{Reason: "probe", N: probes}, {Reason: "moved", N: moved}}
 		for i := 0; i < m.NumPaths() && i < metrics.MaxPaths; i++ {
 			p := verbs.PathID(i)

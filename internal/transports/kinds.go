@@ -81,6 +81,19 @@ var Kinds = map[profile.Transport]Kind{
 				mc.Paths = o.Paths
 			}
 			mc.SendQueueDepth, mc.RecvQueueDepth = max(4096, o.Depth), max(4096, o.Depth)
+			// security.mode auth or encrypt (docs/security.md): the master
+			// secret is the PSK's own (profile.Security.Secret). The verbs
+			// library keeps it (no control channel of ours exists there:
+			// each connection's keys still differ, derived with both ends'
+			// random hellos of CONNECT and ACCEPT); perf replaces it with
+			// the outcome of its X25519 exchange before it connects
+			// (cmd/metaroce/perf_keys.go).
+			if mc.Security = cfg.Security.Core(); mc.Security.Mode != mr.SecurityNone {
+				var err error
+				if mc.Security.Secret, err = cfg.Security.Secret(); err != nil {
+					return nil, err
+				}
+			}
 			if o.Verbs {
 				mc.AcceptIncoming = true
 				mc.Streams = 65535 // stream = lo << 8 | hi of the QP pair's indices
