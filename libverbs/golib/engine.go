@@ -89,6 +89,15 @@ type sender interface{ SendNow() error }
 // (udp.Backend.Wake).
 type waker interface{ Wake() }
 
+// kicker is a backend that waits while idle inside its driver call (dpdk,
+// up to idle_poll) and is told so of work queued for the step
+// (dpdkengine.Backend.Kick); kickWaker makes it a waker.
+type kicker interface{ Kick() }
+
+type kickWaker struct{ k kicker }
+
+func (w kickWaker) Wake() { w.k.Kick() }
+
 // progresser is a backend that runs the transport on the caller's thread
 // while its loop sleeps (udp.Backend.Progress).
 type progresser interface {
@@ -277,6 +286,9 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 		peers: map[netip.AddrPort]verbs.PeerHandle{}, sessions: map[verbs.PeerHandle]verbs.Session{},
 		waiting: map[verbs.PeerHandle][]*qp{}}
 	g.waker, _ = be.(waker)
+	if k, ok := be.(kicker); ok && g.waker == nil {
+		g.waker = kickWaker{k}
+	}
 	g.progresser, _ = be.(progresser)
 	g.sender, _ = be.(sender)
 	g.app = engine.AppFunc(g.step)
