@@ -138,10 +138,16 @@ func (e *Endpoint) admit(peer verbs.PeerHandle) bool {
 	return true
 }
 
-// refuse answers a CONNECT the endpoint will not take.
-func (e *Endpoint) refuse(now verbs.Time, peer verbs.PeerHandle, src ConnID) {
+// refuse answers a CONNECT the endpoint will not take, with a RESET that
+// proves it saw the CONNECT: tagged with the token the CONNECT carried.
+func (e *Endpoint) refuse(now verbs.Time, peer verbs.PeerHandle, src ConnID, tok *Token) {
 	e.c.ConnectsRefused++
-	e.resetTo(now, peer, src, 0)
+	if !e.resets.take(now, e.cfg.ResetRate, e.cfg.ResetBurst) {
+		e.c.ResetsLimited++
+		return
+	}
+	e.replyProving(reply{peer: peer, op: OpReset, dst: src, tok: *tok, hasTok: true})
+	e.c.ResetsSent++
 }
 
 // resetTo queues a RESET, within the rate limit. A RESET is the bare

@@ -308,9 +308,23 @@ func TestBlindResetFromPeerAddressFails(t *testing.T) {
 	require.NoError(t, f.p.RunUntil(done, f.p.Now+1e9))
 	require.Equal(t, src, dst)
 
-	// The control: knowing both ids (what an on-path observer sees), the
-	// same RESET ends the connection.
-	b.Receive(f.p.Now, forge(mr.Header{Opcode: mr.OpReset, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID(),
-		Incarnation: f.p.EP[0].Config().Incarnation}, nil), verbs.RxMeta{Peer: 0})
-	require.False(t, f.cb.Established(), "a RESET with the right ids from the peer's address must end the connection")
+	// Knowing both ids (what an observer of any packet but the handshake
+	// sees), a RESET and a CLOSE still do nothing: they must prove B's
+	// token (64 bits of tag), and are counted.
+	bad := f.cb.Counters().BadTags
+	for _, op := range []mr.Opcode{mr.OpReset, mr.OpClose} {
+		b.Receive(f.p.Now, forge(mr.Header{Opcode: op, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID(),
+			Incarnation: f.p.EP[0].Config().Incarnation}, nil), verbs.RxMeta{Peer: 0})
+	}
+	require.True(t, f.cb.Established(), "a RESET or CLOSE without the token ended the connection: %v", f.cb.FailReason())
+	require.Equal(t, bad+2, f.cb.Counters().BadTags)
+
+	// The control: with the proof (what the peer has), the same RESET ends
+	// the connection.
+	pkt := forge(mr.Header{Opcode: mr.OpReset, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID(),
+		Incarnation: f.p.EP[0].Config().Incarnation}, nil)
+	mr.ProveTo(f.cb, pkt, mr.HeaderLen)
+	mr.SealCRC(pkt, mr.HeaderLen)
+	b.Receive(f.p.Now, pkt, verbs.RxMeta{Peer: 0})
+	require.False(t, f.cb.Established(), "a RESET with the right ids and token from the peer's address must end the connection")
 }

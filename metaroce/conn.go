@@ -64,10 +64,14 @@ type Conn struct {
 	peer     verbs.PeerHandle
 	peerNode NodeID
 	peerInc  Incarnation
-	state    connState
-	outbound bool
-	failure  verbs.Status     // the status its work requests failed with
-	reason   verbs.FailReason // why the connection failed (set once, by fail)
+	// tokLocal is our secret of the connection, tokRemote the peer's
+	// (token.go): packets we receive prove the first, packets we send the
+	// second.
+	tokLocal, tokRemote Token
+	state               connState
+	outbound            bool
+	failure             verbs.Status     // the status its work requests failed with
+	reason              verbs.FailReason // why the connection failed (set once, by fail)
 
 	paths, mtu, streams, planes int
 
@@ -300,8 +304,8 @@ func (c *Conn) materialize() {
 	c.tx = make([]txPath, c.paths)
 	c.rx = make([]rxPath, c.paths)
 	for i := range c.tx {
-		c.tx[i] = newTxPath(verbs.PathID(i), c.pathEntropy(i), verbs.PlaneID(i%c.planes), cfg.PathWindow, isnKey(c.local, c.remote, i))
-		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c, isn: isnKey(c.remote, c.local, i)}
+		c.tx[i] = newTxPath(verbs.PathID(i), c.pathEntropy(i), verbs.PlaneID(i%c.planes), cfg.PathWindow, isnKey(&c.tokLocal, &c.tokRemote, i))
+		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c, isn: isnKey(&c.tokRemote, &c.tokLocal, i)}
 		c.rx[i].restart(0)
 	}
 	c.agg.resetPaths(c.paths)

@@ -83,7 +83,7 @@ func (c *Conn) buildCtrl(now verbs.Time, buf []byte, p ctrlPkt) (verbs.TxMeta, b
 		c.connectSentAt = now
 		cfg := &c.ep.cfg
 		b := ConnectBody{Node: cfg.Node, Paths: uint16(cfg.Paths), MTU: uint16(cfg.MTU),
-			Streams: uint16(min(cfg.Streams, 65535)), Planes: uint8(cfg.Planes)}
+			Streams: uint16(min(cfg.Streams, 65535)), Planes: uint8(cfg.Planes), Token: c.tokLocal}
 		if p.op == OpAccept {
 			b.Paths, b.MTU, b.Streams, b.Planes = uint16(c.paths), uint16(c.mtu), uint16(c.streams), uint8(c.planes)
 		}
@@ -103,6 +103,9 @@ func (c *Conn) buildCtrl(now verbs.Time, buf []byte, p ctrlPkt) (verbs.TxMeta, b
 		c.c.NaksSent++
 	}
 	h.Put(buf)
+	if p.op.tagged() {
+		putTag(buf, n, &c.tokRemote) // an ACCEPT's receiver's token came in its CONNECT
+	}
 	n = SealCRC(buf, n)
 	return c.meta(n, h.Path), true
 }
@@ -162,6 +165,7 @@ func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		c.ackChanged(i)
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
+	putTag(buf, n, &c.tokRemote)
 	n = SealCRC(buf, n)
 	c.c.AcksSent++
 	return c.meta(n, via), true

@@ -14,6 +14,12 @@ type reply struct {
 	peer     verbs.PeerHandle
 	op       Opcode
 	dst, src ConnID
+	// tok, when set, is the receiver's token the answer proves (token.go):
+	// a CLOSE_ACK of a connection just closed, the refusal of a CONNECT
+	// (whose token it echoes). Without one (the endpoint does not know the
+	// connection) the answer carries no proof, and its receiver ignores it.
+	tok    Token
+	hasTok bool
 }
 
 // maxReplies bounds queued replies, so a flood of packets for unknown
@@ -101,7 +107,7 @@ func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error)
 	}
 	e.ordinal++
 	c := &Conn{ep: e, local: id, ordinal: e.ordinal, peer: peer,
-		lastRx: now}
+		lastRx: now, tokLocal: newToken(e.rand)}
 	c.sched.Init(c)
 	c.agg.reset()
 	e.conns[c.local] = c
@@ -141,10 +147,16 @@ func (e *Endpoint) forget(c *Conn) {
 	e.sched.Forget(&c.sched)
 }
 
-// reply queues an unsequenced answer outside any connection.
+// reply queues an unsequenced answer outside any connection, without
+// proof.
 func (e *Endpoint) reply(peer verbs.PeerHandle, op Opcode, dst, src ConnID) {
+	e.replyProving(reply{peer: peer, op: op, dst: dst, src: src})
+}
+
+// replyProving queues r (with its token, if it has one).
+func (e *Endpoint) replyProving(r reply) {
 	if e.replies.Len() < maxReplies {
-		e.replies.Push(reply{peer: peer, op: op, dst: dst, src: src})
+		e.replies.Push(r)
 	}
 }
 
@@ -191,6 +203,7 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		e.c.Malformed++
 		return
 	}
+	raw := body // header and extension: what a tag covers (token.go)
 	body = body[HeaderLen:]
 	if h.Opcode.headerOnly() && len(body) != 0 {
 		e.c.Malformed++
@@ -219,7 +232,7 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		}
 		return
 	}
-	c.receive(now, &h, body, rx)
+	c.receive(now, &h, raw, body, rx)
 	if c.state < connClosed {
 		e.touch(c, now)
 	}
@@ -234,7 +247,7 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 	}
 	if !e.cfg.AcceptIncoming {
 		e.c.RefusedNotAccepting++
-		e.refuse(now, rx.Peer, h.SrcConn)
+		e.refuse(now, rx.Peer, h.SrcConn, &b.Token)
 		return
 	}
 	if c := e.peers.accepted(rx.Peer, b.Node, h.Incarnation, h.SrcConn); c != nil {
@@ -247,19 +260,19 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 		return
 	}
 	if !e.admit(rx.Peer) {
-		e.refuse(now, rx.Peer, h.SrcConn)
+		e.refuse(now, rx.Peer, h.SrcConn, &b.Token)
 		return
 	}
 	c, err := e.newConn(rx.Peer, now)
 	if err != nil { // ErrTooManyConns, which admit has ruled out
 		e.c.RefusedMaxConns++
-		e.refuse(now, rx.Peer, h.SrcConn)
+		e.refuse(now, rx.Peer, h.SrcConn, &b.Token)
 		return
 	}
 	// Established at once (no extra round trip), but without its paths
 	// and outside restart detection until the peer proves it is there
 	// (Conn.prove): until then it costs a Conn and its map entries.
-	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
+	c.remote, c.peerInc, c.peerNode, c.tokRemote = h.SrcConn, h.Incarnation, b.Node, b.Token
 	c.establish(now, &b)
 	c.acceptPath = h.Path % verbs.PathID(c.paths)
 	e.peers.addInbound(c)
@@ -292,6 +305,9 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		r := e.replies.Pop()
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
 		h.Put(buf)
+		if r.hasTok {
+			putTag(buf, HeaderLen, &r.tok)
+		}
 		n := SealCRC(buf, HeaderLen)
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}

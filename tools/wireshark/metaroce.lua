@@ -71,6 +71,8 @@ f.c_paths     = ProtoField.uint16("metaroce.connect.paths", "Paths")
 f.c_mtu       = ProtoField.uint16("metaroce.connect.mtu", "MTU")
 f.c_streams   = ProtoField.uint16("metaroce.connect.streams", "Streams")
 f.c_planes    = ProtoField.uint8("metaroce.connect.planes", "Planes")
+f.c_token     = ProtoField.bytes("metaroce.connect.token", "Token")
+f.tag         = ProtoField.uint64("metaroce.tag", "Proof tag (SipHash-2-4 under the receiver's token)", base.HEX)
 f.crc         = ProtoField.uint32("metaroce.crc", "CRC32C", base.HEX)
 
 local e_short = ProtoExpert.new("metaroce.short", "Packet too short", expert.group.MALFORMED, expert.severity.ERROR)
@@ -111,7 +113,12 @@ function p.dissector(buf, pinfo, tree)
     t:add(f.path_id, buf(16, 2))
     t:add(f.path_gen, buf(18, 2))
     t:add(f.psn, buf(20, 4))
-    t:add(f.timestamp, buf(24, 8))
+    if op >= 0x10 and op ~= 0x20 then
+        -- Unsequenced packets but CONNECT carry a proof tag there (protocol.md 7.6).
+        t:add(f.tag, buf(24, 8))
+    else
+        t:add(f.timestamp, buf(24, 8))
+    end
     local body = len - HDR - CRC
     local info = string.format("%s conn %d path %d", name, buf(4, 4):uint(), buf(16, 2):uint())
     if op >= 0x01 and op <= 0x06 then
@@ -203,7 +210,7 @@ function p.dissector(buf, pinfo, tree)
             info = info .. " " .. (nak_status[buf(HDR + 10, 1):uint()] or "?")
         end
     elseif op == 0x20 or op == 0x21 then
-        if body ~= 16 then
+        if body ~= 32 then
             t:add_proto_expert_info(e_len)
         else
             t:add(f.node_id, buf(HDR, 8))
@@ -211,6 +218,7 @@ function p.dissector(buf, pinfo, tree)
             t:add(f.c_mtu, buf(HDR + 10, 2))
             t:add(f.c_streams, buf(HDR + 12, 2))
             t:add(f.c_planes, buf(HDR + 14, 1))
+            t:add(f.c_token, buf(HDR + 16, 16))
             info = info .. string.format(" paths %d mtu %d", buf(HDR + 8, 2):uint(), buf(HDR + 10, 2):uint())
         end
     elseif body ~= 0 then
