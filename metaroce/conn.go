@@ -122,7 +122,8 @@ type Conn struct {
 	// (admission.go, peers.go).
 	halfOpen, acceptQ connLink
 	inboundIndexed    bool
-	groupPos          int // 1 + index in its peerGroup; 0: not in one
+	groupPos          int       // 1 + index in its peerGroup; 0: not in one
+	amp               ampBudget // while half-open (amplification.go)
 
 	c ConnCounters
 }
@@ -541,6 +542,9 @@ func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	if c.qpCheckAt != 0 {
 		at(c.qpCheckAt) // a QP's no-ACK limit (qptimers.go)
 	}
+	if ready && c.halfOpen.in && !c.amp.allows(c.ampBound()) {
+		ready = false // until the peer sends more or proves itself (amplification.go)
+	}
 	if checkDeadline != nil {
 		checkDeadline(c, now, d, ready)
 	}
@@ -584,7 +588,12 @@ func (c *Conn) onTimer(now verbs.Time) {
 	}
 	if now.Sub(c.lastRx) >= cfg.KeepaliveInterval && now.Sub(c.lastKeepalive) >= cfg.KeepaliveInterval {
 		c.lastKeepalive = now
-		c.queueCtrl(ctrlPkt{op: OpKeepalive})
+		// A half-open connection waits for its peer's first packet: a
+		// keepalive to an address not known to be the peer's is only
+		// traffic for whoever is there (amplification.go).
+		if !c.halfOpen.in {
+			c.queueCtrl(ctrlPkt{op: OpKeepalive})
+		}
 	}
 	for i := range c.tx {
 		p := &c.tx[i]

@@ -2,10 +2,20 @@ package metaroce
 
 import "github.com/metaroce/metaroce/verbs"
 
-// produce writes the connection's next packet into buf, if it has one:
-// control packets first, then ACKs, resends, packets moved off failed paths
-// and finally new data.
+// produce writes the connection's next packet into buf, if it has one
+// and, on an unproven connection, the anti-amplification budget lets it
+// go (amplification.go).
 func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
+	if c.halfOpen.in {
+		return c.produceUnproven(now, buf)
+	}
+	return c.produceNext(now, buf)
+}
+
+// produceNext writes the connection's next packet: control packets
+// first, then ACKs, resends, packets moved off failed paths and finally
+// new data.
+func (c *Conn) produceNext(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if c.ctrl.Len() > 0 {
 		return c.buildCtrl(now, buf, c.ctrl.Pop())
 	}

@@ -59,6 +59,7 @@ type ConnCounters struct {
 	Duplicates        uint64
 	StalePackets      uint64 // wrong incarnation or source connection
 	BadTags           uint64 // unsequenced packets whose proof of our token failed (token.go)
+	AmplificationHeld uint64 // times a packet to the unproven peer waited for its budget (amplification.go)
 	OutOfWindow       uint64 // sequenced packets on an unproven connection outside its first windows (generation.go)
 	PathFailures      uint64
 	PathRerolls       uint64

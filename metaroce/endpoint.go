@@ -210,10 +210,13 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		return
 	}
 	if h.Opcode == OpConnect {
-		e.onConnect(now, &h, body, rx)
+		e.onConnect(now, &h, body, rx, len(pkt))
 		return
 	}
 	c := e.conns[h.DstConn]
+	if c != nil && c.halfOpen.in && rx.Peer == c.peer {
+		c.amp.rx += uint64(len(pkt)) // what the address spent (amplification.go)
+	}
 	if c == nil {
 		e.c.UnknownConn++
 		switch h.Opcode {
@@ -239,7 +242,7 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 }
 
 // onConnect accepts (or refuses) a connection request.
-func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) {
+func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta, n int) {
 	var b ConnectBody
 	if err := b.Decode(body); err != nil || h.SrcConn == 0 || h.DstConn != 0 {
 		e.c.Malformed++
@@ -252,6 +255,9 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 	}
 	if c := e.peers.accepted(rx.Peer, b.Node, h.Incarnation, h.SrcConn); c != nil {
 		// A repeated request: our ACCEPT was lost.
+		if c.halfOpen.in {
+			c.amp.rx += uint64(n)
+		}
 		if c.state == connEstablished {
 			c.acceptPath = h.Path % verbs.PathID(c.paths)
 			c.queueCtrl(ctrlPkt{op: OpAccept})
@@ -275,6 +281,7 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 	c.remote, c.peerInc, c.peerNode, c.tokRemote = h.SrcConn, h.Incarnation, b.Node, b.Token
 	c.establish(now, &b)
 	c.acceptPath = h.Path % verbs.PathID(c.paths)
+	c.amp.rx = uint64(n)
 	e.peers.addInbound(c)
 	e.halfOpen.pushBack(c)
 	c.queueCtrl(ctrlPkt{op: OpAccept})

@@ -302,7 +302,9 @@ func fzNewEnv(t testing.TB) *fzEnv {
 	var err error
 	e.ca, err = a.Connect(e.w.now, 1)
 	require.NoError(t, err)
-	for i := 0; i < 100 && (e.cb == nil || !e.ca.Established()); i++ {
+	// Until B has A's proof too (token.go): before it, B's sends wait
+	// for it (amplification.go).
+	for i := 0; i < 100 && (e.cb == nil || !e.ca.Established() || e.cb.halfOpen.in); i++ {
 		if e.cb == nil {
 			e.cb, _ = b.Accept()
 		}

@@ -1,0 +1,69 @@
+package metaroce
+
+import "github.com/metaroce/metaroce/verbs"
+
+// Anti-amplification (docs/protocol.md §7.2): until an inbound
+// connection's peer has proven it receives at its address (it showed our
+// token, which only our ACCEPT to that address carried: a tagged packet,
+// or a sequenced one in a first window, admission.go), the connection
+// sends that address at most ampFactor times the bytes it received from
+// it, as QUIC's servers do (RFC 9000 §8.1). A CONNECT with a spoofed
+// source thus turns into at most three times its size towards the victim,
+// however many ACCEPTs, keepalives or data packets the connection would
+// otherwise send; the application's own posts on an unproven connection
+// wait for the proof like the rest.
+//
+// The bytes received count every packet from the peer's address that
+// names the connection (its CONNECTs, repeats included, and whatever
+// else arrives, proven or not): what the sender spent is what it may get
+// back, times three.
+
+// ampFactor is the multiple of the received bytes an unproven peer may be
+// sent.
+const ampFactor = 3
+
+// ampBudget counts one unproven connection's bytes.
+type ampBudget struct {
+	rx, tx uint64
+}
+
+// allows reports whether n more bytes may be sent.
+func (a *ampBudget) allows(n int) bool { return a.tx+uint64(n) <= ampFactor*a.rx }
+
+// ctrlLen is the size of the control packet op, the bound produce checks
+// before building it.
+func ctrlLen(op Opcode) int {
+	switch op {
+	case OpConnect, OpAccept:
+		return HeaderLen + ConnectLen + CRCLen
+	case OpAck:
+		return HeaderLen + AckPrefixLen + CRCLen
+	case OpNak:
+		return HeaderLen + NakLen + CRCLen
+	}
+	return HeaderLen + CRCLen
+}
+
+// ampBound bounds the size of the connection's next packet.
+func (c *Conn) ampBound() int {
+	if c.ctrl.Len() > 0 {
+		return ctrlLen(c.ctrl.Front().op)
+	}
+	return c.ep.MaxPacketLen()
+}
+
+// produceUnproven is produce for a half-open connection: the next packet
+// goes only if it fits the budget (a packet other than a control one is
+// bounded by MaxPacketLen). Held packets wait for more bytes from the
+// peer or for its proof, each of which touches the connection.
+func (c *Conn) produceUnproven(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
+	if !c.amp.allows(c.ampBound()) {
+		c.c.AmplificationHeld++
+		return verbs.TxMeta{}, false
+	}
+	meta, ok := c.produceNext(now, buf)
+	if ok {
+		c.amp.tx += uint64(meta.Len)
+	}
+	return meta, ok
+}
