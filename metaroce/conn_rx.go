@@ -239,7 +239,7 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 		p.ecnSeen = b.ECNCount
 		marked = int(d)
 	}
-	c.limit.setHint(&c.ep.cfg, b.RateHint)
+	c.limit.setHint(&c.ep.cfg, now, b.RateHint)
 	if acked > 0 && b.TSEcho > 0 && b.TSEcho <= now {
 		p.sample(now.Sub(b.TSEcho))
 		c.rtt.sample(now.Sub(b.TSEcho))
