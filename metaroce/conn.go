@@ -124,6 +124,7 @@ type Conn struct {
 	inboundIndexed    bool
 	groupPos          int       // 1 + index in its peerGroup; 0: not in one
 	amp               ampBudget // while half-open (amplification.go)
+	restartChecked    bool      // an inbound connection's restart detection ran (provenByTag)
 
 	c ConnCounters
 }

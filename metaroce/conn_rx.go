@@ -62,6 +62,7 @@ func (c *Conn) receive(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxM
 			return
 		}
 		c.heard(now)
+		c.provenByTag()
 	} else if c.halfOpen.in && c.rx == nil {
 		// A sequenced packet before anything else, and no path state to
 		// check it against (admission.go): it must lie in the window of
