@@ -1,6 +1,10 @@
 package metaroce
 
-import "github.com/metaroce/metaroce/verbs"
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // Anti-amplification (docs/protocol.md §7.2): until an inbound
 // connection's peer has proven it receives at its address (it showed our
@@ -17,6 +21,24 @@ import "github.com/metaroce/metaroce/verbs"
 // names the connection (its CONNECTs, repeats included, and whatever
 // else arrives, proven or not): what the sender spent is what it may get
 // back, times three.
+
+// proveDelay is how long an initiator that has sent no sequenced packet
+// since the ACCEPT waits before it proves itself with a tagged ACK of no
+// blocks (what answers a KEEPALIVE): an acceptor that speaks first may
+// send it only three times what it sent, until a packet of its shows the
+// token. An initiator that sends first proves itself with its first
+// packet, and sends no extra one: at the start of an incast, a packet
+// more per sender would join the first burst.
+const proveDelay = 20 * time.Microsecond
+
+// proveIfSilent queues that ACK once proveDelay has passed without a
+// sequenced packet of ours (Conn.onTimer).
+func (c *Conn) proveIfSilent(now verbs.Time) {
+	if c.proveAt != 0 && now >= c.proveAt {
+		c.proveAt = 0
+		c.queueCtrl(ctrlPkt{op: OpAck})
+	}
+}
 
 // ampFactor is the multiple of the received bytes an unproven peer may be
 // sent.

@@ -122,9 +122,10 @@ type Conn struct {
 	// (admission.go, peers.go).
 	halfOpen, acceptQ connLink
 	inboundIndexed    bool
-	groupPos          int       // 1 + index in its peerGroup; 0: not in one
-	amp               ampBudget // while half-open (amplification.go)
-	restartChecked    bool      // an inbound connection's restart detection ran (provenByTag)
+	groupPos          int        // 1 + index in its peerGroup; 0: not in one
+	amp               ampBudget  // while half-open (amplification.go)
+	restartChecked    bool       // an inbound connection's restart detection ran (provenByTag)
+	proveAt           verbs.Time // an initiator's proof ACK is due (0: none; amplification.go)
 
 	c ConnCounters
 }
@@ -543,6 +544,9 @@ func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	if c.qpCheckAt != 0 {
 		at(c.qpCheckAt) // a QP's no-ACK limit (qptimers.go)
 	}
+	if c.proveAt != 0 {
+		at(c.proveAt) // an initiator's proof (amplification.go)
+	}
 	if ready && c.halfOpen.in && !c.amp.allows(c.ampBound()) {
 		ready = false // until the peer sends more or proves itself (amplification.go)
 	}
@@ -587,6 +591,7 @@ func (c *Conn) onTimer(now verbs.Time) {
 	if c.qpCheckAt != 0 && now >= c.qpCheckAt {
 		c.checkNoAck(now)
 	}
+	c.proveIfSilent(now)
 	if now.Sub(c.lastRx) >= cfg.KeepaliveInterval && now.Sub(c.lastKeepalive) >= cfg.KeepaliveInterval {
 		c.lastKeepalive = now
 		// A half-open connection waits for its peer's first packet: a

@@ -153,12 +153,7 @@ func (c *Conn) onAccept(now verbs.Time, h *Header, raw, body []byte) {
 	c.remote, c.peerInc, c.peerNode, c.tokRemote = h.SrcConn, h.Incarnation, b.Node, b.Token
 	c.ep.peerSeen(c)
 	c.establish(now, &b)
-	// Prove ourselves to the acceptor at once, with a tagged ACK of no
-	// blocks (what answers a KEEPALIVE): until a packet of ours shows its
-	// token, it may send us only three times what we sent it
-	// (amplification.go), so without this an acceptor that speaks first
-	// would wait for our first packet.
-	c.queueCtrl(ctrlPkt{op: OpAck})
+	c.proveAt = now.Add(proveDelay) // amplification.go
 	if c.tries == 1 && now > c.connectSentAt {
 		// One CONNECT, one ACCEPT: an unambiguous first RTT sample, so
 		// that a path whose first packets are all lost (an incast's

@@ -223,6 +223,7 @@ func (c *Conn) revokedSource(m *txMsg) {
 // writeSequenced builds the packet a slot stands for: its data if the
 // message is still wanted, otherwise a NOP that fills the PSN.
 func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s *txSlot, retransmit bool) int {
+	c.proveAt = 0 // this packet proves us to an acceptor (amplification.go)
 	var h Header
 	var mh MsgHeader
 	var payload []byte
