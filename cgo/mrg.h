@@ -84,6 +84,8 @@ struct mrg_qp_attr {
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
 	uint8_t min_rnr_timer; /* RTR */
+	uint32_t rq_psn;       /* RTR: the peer's first PSN (0 when the mask omits it) */
+	uint32_t sq_psn;       /* RTS: this QP's first PSN (its earlier value, or 0) */
 };
 
 struct mrv_cq;
@@ -95,11 +97,32 @@ struct mrv_cq;
  * engine goroutine. */
 typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 
+/* The C side's asynchronous-event sink, passed to MetaroceVerbsAsyncInit:
+ * queues event (an enum ibv_event_type) for the QP numbered qpn, or for
+ * every open device when qpn is 0 (async.c). Called on the engine
+ * goroutine (or the goroutine that saw the engine stop); never calls back
+ * into Go. */
+typedef void (*mrg_async_fn)(uint32_t qpn, int event);
+
+/* What MetaroceVerbsDataInOrder answers: the capability bits of rdma-core's
+ * later IBV_QUERY_QP_DATA_IN_ORDER_* (v44's header predates them). */
+enum {
+	MRG_IN_ORDER_WHOLE_MSG = 1 << 0,
+	MRG_IN_ORDER_ALIGNED_128_BYTES = 1 << 1,
+};
+
 /*
  * The calls of the Go side, resolved with dlsym by name (MRG_API lists
  * them: return type, name, arguments). Handles are non-zero uint32s;
  * every call returns 0 or an errno value (the transport starts at the
  * first call that needs it and prints why when it cannot).
+ *
+ * MetaroceVerbsPostSend queues as many of the n work requests as the send
+ * queue has room for (*posted; ENOMEM if not all), ibv_post_send's rule;
+ * MetaroceVerbsPostSendAll, one ibv_wr_complete batch, all or none.
+ * MetaroceVerbsAsyncInit hands over the event sink (once, at load).
+ * MetaroceVerbsDataInOrder writes MRG_IN_ORDER_* bits for opcode op
+ * (MRG_OP_*) under the transport ibv_open_device read.
  */
 #define MRG_API(X)                                                                          \
 	X(int, MetaroceVerbsOpen, (struct mrv_endpoint * ep, mrg_push_fn push, char *err, int errlen))          \
@@ -115,7 +138,10 @@ typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 	X(int, MetaroceVerbsModifyQP, (uint32_t qp, const struct mrg_qp_attr *attr, char *err, int errlen)) \
 	X(int, MetaroceVerbsDestroyQP, (uint32_t qp))                                          \
 	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int *posted)) \
-	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted))
+	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted)) \
+	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n))          \
+	X(int, MetaroceVerbsAsyncInit, (mrg_async_fn fn))                                              \
+	X(int, MetaroceVerbsDataInOrder, (int op, uint32_t *caps))
 
 #define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
 MRG_API(MRG_DECLARE)

@@ -17,12 +17,16 @@ import (
 type packetPathShape struct {
 	paths, streams, conns int
 	payload               int
+	mode                  mr.SecurityMode // none, or the sealed modes (seal.go)
 }
 
 func (s packetPathShape) String() string {
 	name := fmt.Sprintf("paths=%d/streams=%d/conns=%d", s.paths, s.streams, s.conns)
 	if s.payload != ppMTU {
 		name += fmt.Sprintf("/payload=%d", s.payload)
+	}
+	if s.mode != mr.SecurityNone {
+		name += "/mode=" + s.mode.String()
 	}
 	return name
 }
@@ -46,11 +50,16 @@ func packetPathShapes() []packetPathShape {
 	for _, p := range []int{8, 64, 256} {
 		for _, s := range []int{1, 1024} {
 			for _, c := range []int{1, 4000} {
-				out = append(out, packetPathShape{p, s, c, ppMTU})
+				out = append(out, packetPathShape{p, s, c, ppMTU, mr.SecurityNone})
 			}
 		}
 	}
-	out = append(out, packetPathShape{8, 1, 1, 64}, packetPathShape{256, 1024, 4000, 64})
+	out = append(out, packetPathShape{8, 1, 1, 64, mr.SecurityNone}, packetPathShape{256, 1024, 4000, 64, mr.SecurityNone})
+	// The sealed modes (issue 15) beside the first shape, at both sizes:
+	// what a tag (and enciphering) adds per packet.
+	for _, m := range []mr.SecurityMode{mr.SecurityAuth, mr.SecurityEncrypt} {
+		out = append(out, packetPathShape{8, 1, 1, ppMTU, m}, packetPathShape{8, 1, 1, 64, m})
+	}
 	return out
 }
 
@@ -94,9 +103,14 @@ type packetPath struct {
 func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
 	tb.Helper()
 	mk := func(node mr.NodeID, paths int, accept bool) *mr.Endpoint {
-		e, err := mr.NewEndpoint(mr.Config{Paths: paths, MTU: ppMTU, Node: node, Incarnation: mr.Incarnation(node),
+		cfg := mr.Config{Paths: paths, MTU: ppMTU, Node: node, Incarnation: mr.Incarnation(node),
 			AcceptIncoming: accept, Streams: max(sh.streams, 1),
-			KeepaliveInterval: time.Hour, PeerDeadTimeout: 2 * time.Hour})
+			KeepaliveInterval: time.Hour, PeerDeadTimeout: 2 * time.Hour}
+		if sh.mode != mr.SecurityNone {
+			cfg.Security = mr.Security{Mode: sh.mode, Secret: []byte("packet-path benchmark secret")}
+			cfg.Rand = verbs.NewSeededRandom(uint64(node))
+		}
+		e, err := mr.NewEndpoint(cfg)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -33,6 +33,10 @@ type Config struct {
 	// restarted one with Incarnation 0 comes back with the same one.
 	Rand verbs.Random
 
+	// Security selects mode none (the CRC32C), auth or encrypt and holds
+	// their secret (keys.go, seal.go; docs/security.md).
+	Security Security
+
 	// Paths per connection (1..256), proposed at connect time; the connection
 	// uses the smaller of both sides' values. Default 8.
 	Paths int `key:"paths"`
@@ -230,6 +234,7 @@ func (c Config) Defaults() Config {
 	setInt(&c.ResetBurst, 256)
 	setInt(&c.SendQueueDepth, 4096)
 	setInt(&c.RecvQueueDepth, 4096)
+	c.Security = c.Security.defaults()
 	return c
 }
 
@@ -303,6 +308,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinRTO > c.MaxRTO {
 		return cfgErr("MinRTO", "= %v exceeds MaxRTO = %v", c.MinRTO, c.MaxRTO)
+	}
+	if err := c.Security.validate(c.Rand); err != nil {
+		return err
 	}
 	if c.KeepaliveInterval >= c.PeerDeadTimeout {
 		return cfgErr("KeepaliveInterval", "= %v must be below PeerDeadTimeout = %v", c.KeepaliveInterval, c.PeerDeadTimeout)

@@ -127,6 +127,8 @@ type Conn struct {
 	restartChecked    bool       // an inbound connection's restart detection ran (provenByTag)
 	proveAt           verbs.Time // an initiator's proof ACK is due (0: none; amplification.go)
 
+	sec *connSec // the sealed modes' hello and keys (seal.go); nil in mode none
+
 	c ConnCounters
 }
 

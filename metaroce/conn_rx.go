@@ -33,7 +33,7 @@ func (c *Conn) receive(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxM
 		switch {
 		case rx.Peer != c.peer || h.SrcConn != want || c.state >= connClosed:
 			c.c.StalePackets++
-		case !tagOK(raw, &c.tokLocal):
+		case !c.proofOK(raw):
 			c.c.BadTags++
 		default:
 			c.fail(verbs.StatusRetryExceeded, why)
@@ -57,7 +57,7 @@ func (c *Conn) receive(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxM
 		return
 	}
 	if h.Opcode.tagged() {
-		if !tagOK(raw, &c.tokLocal) {
+		if !c.proofOK(raw) {
 			c.c.BadTags++ // not from the peer: it does not count as anything
 			return
 		}
@@ -140,7 +140,7 @@ func (c *Conn) onAccept(now verbs.Time, h *Header, raw, body []byte) {
 		c.c.Malformed++
 		return
 	}
-	if !tagOK(raw, &c.tokLocal) {
+	if !c.proofOK(raw) {
 		c.c.BadTags++
 		return
 	}

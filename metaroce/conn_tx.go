@@ -114,9 +114,9 @@ func (c *Conn) buildCtrl(now verbs.Time, buf []byte, p ctrlPkt) (verbs.TxMeta, b
 	}
 	h.Put(buf)
 	if p.op.tagged() {
-		putTag(buf, n, &c.tokRemote) // an ACCEPT's receiver's token came in its CONNECT
+		c.putProof(buf, n) // an ACCEPT's receiver's token came in its CONNECT
 	}
-	n = SealCRC(buf, n)
+	n = c.seal(now, buf, n)
 	return c.meta(n, h.Path), true
 }
 
@@ -155,7 +155,7 @@ func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	}
 	h := c.header(OpAck, via, now)
 	h.Put(buf)
-	limit := c.ep.MaxPacketLen() - CRCLen
+	limit := c.ep.MaxPacketLen() - c.ep.sec.trailer
 	n := HeaderLen + AckPrefixLen
 	count := 0
 	hint := c.ep.share.hintMbps(&c.ep.cfg, c)
@@ -175,8 +175,8 @@ func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		c.ackChanged(i)
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
-	putTag(buf, n, &c.tokRemote)
-	n = SealCRC(buf, n)
+	c.putProof(buf, n)
+	n = c.seal(now, buf, n)
 	c.c.AcksSent++
 	return c.meta(n, via), true
 }
@@ -293,7 +293,7 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 			}
 		}
 	}
-	return SealCRC(buf, n)
+	return c.seal(now, buf, n)
 }
 
 func (c *Conn) buildResend(now verbs.Time, buf []byte, r resendRef) (verbs.TxMeta, bool) {

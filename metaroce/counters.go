@@ -66,6 +66,14 @@ type ConnCounters struct {
 	SpuriousTimeouts  uint64 // tail-loss timeouts proven spurious (PathCounters.SpuriousTimeouts)
 	MessagesSent      uint64
 	MessagesReceived  uint64
+	// The sealed modes (seal.go): packets naming this connection whose
+	// tag did not check, replays of a packet number seen before (inside
+	// the replay window) or older than the window, and key epochs moved
+	// to (both directions).
+	AuthFailures uint64
+	Replays      uint64
+	ReplaysOld   uint64
+	KeyUpdates   uint64
 }
 
 // EndpointCounters count what arrives at the endpoint before a connection
@@ -85,4 +93,10 @@ type EndpointCounters struct {
 	RefusedNotAccepting uint64
 	HalfOpenEvicted     uint64 // unproven inbound connections dropped to make room (MaxHalfOpen)
 	PeerRestarts        uint64 // connections failed because the peer came back with a new incarnation
+	// AuthFailures: CONNECTs, RESETs and CLOSE_ACKs whose PSK MAC did not
+	// check (sealed modes, seal.go); SealMismatch: packets whose seal
+	// flags disagree with the endpoint's mode (a CRC packet to a sealed
+	// endpoint, a sealed one to mode none, auth to encrypt).
+	AuthFailures uint64
+	SealMismatch uint64
 }

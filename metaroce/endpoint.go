@@ -47,10 +47,11 @@ type Endpoint struct {
 	stale    []*Conn                // scratch for peerSeen
 	sched    queue.Scheduler[*Conn] // ready line and timers of the connections
 	replies  queue.Ring[reply]
-	planeRR  int       // the plane the next new packet should take (Conn.pickPath)
-	share    fairShare // the receiver's rate hints (ratehint.go)
-	ready1   uint32    // planes whose ports have room (SetReadyPlanes); 0 = all
-	peers    peerIndex // connections by peer (peers.go)
+	planeRR  int         // the plane the next new packet should take (Conn.pickPath)
+	share    fairShare   // the receiver's rate hints (ratehint.go)
+	ready1   uint32      // planes whose ports have room (SetReadyPlanes); 0 = all
+	peers    peerIndex   // connections by peer (peers.go)
+	sec      endpointSec // the sealed modes (seal.go)
 
 	c EndpointCounters
 }
@@ -71,6 +72,9 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		e.cfg.Incarnation = Incarnation(e.rand.Uint64())
 	}
 	e.regions.SetRandom(e.rand)
+	if err := e.initSecurity(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -82,7 +86,7 @@ func (e *Endpoint) Counters() *EndpointCounters { return &e.c }
 
 // MaxPacketLen is the largest packet the endpoint writes or accepts; the
 // buffers passed to NextPacket must be at least this long.
-func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MsgHeaderLen + e.cfg.MTU + CRCLen }
+func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MsgHeaderLen + e.cfg.MTU + e.sec.trailer }
 
 // AllocPD returns a new protection domain (ibv_alloc_pd).
 func (e *Endpoint) AllocPD() *verbs.ProtectionDomain { return e.regions.AllocPD() }
@@ -187,9 +191,17 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		e.c.Malformed++
 		return
 	}
+	if e.sec.mode != SecurityNone {
+		e.receiveSealed(now, pkt, rx)
+		return
+	}
 	var h Header
 	body, err := CheckCRC(pkt)
 	if err != nil {
+		if len(pkt) >= HeaderLen && HeaderFlags(pkt[3])&FlagSealed != 0 {
+			e.c.SealMismatch++ // a sealed packet (seal.go), to mode none
+			return
+		}
 		e.c.CRCDrops++
 		// Attribute the drop to the connection the (unverified) header names.
 		if err == ErrCRC && h.Decode(pkt) == nil {
@@ -200,22 +212,36 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		return
 	}
 	if h.Decode(body) != nil {
-		e.c.Malformed++
+		if h.decode(body, flagsKnown|flagsSeal) == nil {
+			e.c.SealMismatch++ // a sealed packet, to mode none
+		} else {
+			e.c.Malformed++
+		}
 		return
 	}
-	raw := body // header and extension: what a tag covers (token.go)
-	body = body[HeaderLen:]
+	e.dispatch(now, &h, body, body[HeaderLen:], rx, nil, len(pkt))
+}
+
+// dispatch handles a packet whose CRC or seal checked and whose header
+// decoded; body is everything between the header and the trailer. raw is
+// the header and body in mode none, what a token's tag covers (token.go);
+// nil for an unsealed packet, whose AEAD tag proved more. c is the
+// connection dst_conn names, when the caller has looked it up; n is the
+// packet's length on the wire (amplification.go).
+func (e *Endpoint) dispatch(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxMeta, c *Conn, n int) {
 	if h.Opcode.headerOnly() && len(body) != 0 {
 		e.c.Malformed++
 		return
 	}
 	if h.Opcode == OpConnect {
-		e.onConnect(now, &h, body, rx, len(pkt))
+		e.onConnect(now, h, body, rx, n)
 		return
 	}
-	c := e.conns[h.DstConn]
+	if c == nil {
+		c = e.conns[h.DstConn]
+	}
 	if c != nil && c.halfOpen.in && rx.Peer == c.peer {
-		c.amp.rx += uint64(len(pkt)) // what the address spent (amplification.go)
+		c.amp.rx += uint64(n) // what the address spent (amplification.go)
 	}
 	if c == nil {
 		e.c.UnknownConn++
@@ -235,7 +261,7 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		}
 		return
 	}
-	c.receive(now, &h, raw, body, rx)
+	c.receive(now, h, raw, body, rx)
 	if c.state < connClosed {
 		e.touch(c, now)
 	}
@@ -280,6 +306,7 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 	// (Conn.prove): until then it costs a Conn and its map entries.
 	c.remote, c.peerInc, c.peerNode, c.tokRemote = h.SrcConn, h.Incarnation, b.Node, b.Token
 	c.establish(now, &b)
+	e.keyAccepted(now, c)
 	c.acceptPath = h.Path % verbs.PathID(c.paths)
 	c.amp.rx = uint64(n)
 	e.peers.addInbound(c)
@@ -312,10 +339,10 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		r := e.replies.Pop()
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
 		h.Put(buf)
-		if r.hasTok {
+		if r.hasTok && e.sec.mode == SecurityNone {
 			putTag(buf, HeaderLen, &r.tok)
 		}
-		n := SealCRC(buf, HeaderLen)
+		n := e.sealReply(buf, HeaderLen)
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {

@@ -296,8 +296,10 @@ func fzConfig() Config {
 	return Config{Paths: 2, MTU: 256, Streams: 4, RNRBackoff: 20000, KeepaliveInterval: 2e6}
 }
 
-func fzNewEnv(t testing.TB) *fzEnv {
-	e := &fzEnv{w: newWirePair(t, fzConfig())}
+func fzNewEnv(t testing.TB) *fzEnv { return fzNewEnvCfg(t, fzConfig()) }
+
+func fzNewEnvCfg(t testing.TB, cfg Config) *fzEnv {
+	e := &fzEnv{w: newWirePair(t, cfg)}
 	a, b := e.w.ep[0], e.w.ep[1]
 	var err error
 	e.ca, err = a.Connect(e.w.now, 1)
@@ -360,7 +362,7 @@ func fzNewEnv(t testing.TB) *fzEnv {
 			break
 		}
 		var h Header
-		require.NoError(t, h.Decode(e.w.buf[:meta.Len]))
+		require.NoError(t, h.decode(e.w.buf[:meta.Len], flagsKnown|flagsSeal))
 		if h.Opcode == OpReadReq {
 			e.readPath, e.readPSN = h.Path, h.PSN
 		}

@@ -147,7 +147,9 @@ func (q *QueuePair) PostRecv(now verbs.Time, wr verbs.RecvWR) error {
 		}
 	}
 	s := q.rq.Extend()
-	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf}
+	// WCRecv until a message says otherwise (WRITE_IMM): a receive that
+	// is flushed before any message reached it completes as a receive.
+	*s = recvSlot{wrID: wr.ID, mr: mr, buf: buf, opcode: verbs.WCRecv}
 	return nil
 }
 

@@ -72,6 +72,19 @@ func putTag(b []byte, n int, t *Token) {
 	binary.BigEndian.PutUint64(b[tagOff:], packetTag(b[:n], t))
 }
 
+// putProof writes the tag of b[:n] under the peer's token, in mode none:
+// in the sealed modes (seal.go) the AEAD tag proves the packet, and more.
+func (c *Conn) putProof(b []byte, n int) {
+	if c.ep.sec.mode == SecurityNone {
+		putTag(b, n, &c.tokRemote)
+	}
+}
+
+// proofOK checks the tag of raw (header and extension) against our token.
+// raw is nil for a packet that was unsealed (seal.go): its AEAD tag,
+// checked already, proved it.
+func (c *Conn) proofOK(raw []byte) bool { return raw == nil || tagOK(raw, &c.tokLocal) }
+
 // tagOK checks pkt's tag (pkt: header and extension, no CRC) against our
 // own token t, in constant time.
 func tagOK(pkt []byte, t *Token) bool {

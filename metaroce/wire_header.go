@@ -176,7 +176,11 @@ func (h *Header) Put(b []byte) {
 
 // Decode parses the common header from b. It checks the version, the
 // opcode and the flags; it does not check the CRC (see CheckCRC).
-func (h *Header) Decode(b []byte) error {
+func (h *Header) Decode(b []byte) error { return h.decode(b, flagsKnown) }
+
+// decode is Decode accepting the flags in allowed (the sealed modes add
+// theirs, seal.go).
+func (h *Header) decode(b []byte, allowed HeaderFlags) error {
 	if len(b) < HeaderLen {
 		return ErrShort
 	}
@@ -188,7 +192,7 @@ func (h *Header) Decode(b []byte) error {
 		return ErrOpcode
 	}
 	flags := HeaderFlags(binary.BigEndian.Uint16(b[2:]))
-	if flags&^flagsKnown != 0 {
+	if flags&^allowed != 0 {
 		return ErrFlags
 	}
 	h.Opcode = op

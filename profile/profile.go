@@ -41,6 +41,7 @@ type Config struct {
 	DPDK      DPDK      `key:"dpdk"`
 	Metaroce  Metaroce  `key:"metaroce"`
 	RoCEv2    RoCEv2    `key:"rocev2"`
+	Security  Security  `key:"security"`
 	Perf      Perf      `key:"perf"`
 	Verbs     Verbs     `key:"verbs"`
 	Bench     Bench     `key:"bench"`
@@ -237,6 +238,7 @@ func Default() Config {
 		Perf:     Perf{TCPPort: 18515, TxDepth: 128, RxDepth: 512},
 		Bench: Bench{Test: "write_bw", Duration: 2 * time.Second, Transports: []string{"metaroce", "rocev2"},
 			Sweep: Sweep{Loss: []float64{0}, Size: []int{65536}, Paths: []int{8}, QPs: []int{1}}, Plot: "bench.png"},
-		Log: Log{Level: "warn"},
+		Log:      Log{Level: "warn"},
+		Security: Security{Mode: "none", Cipher: "aes-128-gcm"},
 	}
 }

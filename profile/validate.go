@@ -75,6 +75,9 @@ func (c *Config) Validate() error {
 	if err := c.RoCEv2.validateCore(); err != nil {
 		return err
 	}
+	if err := c.Security.validate(c.Transport); err != nil {
+		return err
+	}
 	if int(c.Metaroce.EntropyBase)+c.Metaroce.Paths > 65536 {
 		return bad("metaroce.entropy_base", "%d leaves no room for %d paths", c.Metaroce.EntropyBase, c.Metaroce.Paths)
 	}

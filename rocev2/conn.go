@@ -32,6 +32,7 @@ type Conn struct {
 	rqpn     uint32
 	state    connState
 	outbound bool
+	direct   bool // connected out of band (OpenQP): no CM messages
 	failure  verbs.Status
 	reason   verbs.FailReason // why the QP failed (set with failure)
 	mtu      int
@@ -191,12 +192,13 @@ func (c *Conn) CreateQP(attr verbs.QPAttr) (*QueuePair, error) {
 
 // Close flushes every outstanding work request, sends the peer a DREQ
 // (once, without retries: a peer that misses it finds out by its own
-// timeouts, as with a destroyed QP) and removes the QP.
+// timeouts, as with a destroyed QP; none for a QP of OpenQP, which the CM
+// never knew) and removes the QP.
 func (c *Conn) Close(now verbs.Time) {
 	if c.state >= stateClosed {
 		return
 	}
-	if c.state == stateEstablished || c.state == stateAccepting {
+	if !c.direct && (c.state == stateEstablished || c.state == stateAccepting) {
 		c.ep.reply(c.peer, CMMessage{Attr: AttrDREQ, TID: c.tid, LocalCommID: c.qpn, RemoteCommID: c.rcommID, QPN: c.rqpn})
 	}
 	c.flush(verbs.StatusFlushed)

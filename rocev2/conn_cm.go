@@ -82,7 +82,9 @@ func (e *Endpoint) receiveCM(now verbs.Time, pkt []byte, p *Packet, rx verbs.RxM
 		return
 	}
 	c := e.qps[m.RemoteCommID]
-	if c == nil || c.peer != rx.Peer {
+	// A QP of OpenQP has no CM state: a message naming it is a DREQ for
+	// something unknown, or nothing.
+	if c == nil || c.peer != rx.Peer || c.direct {
 		if m.Attr == AttrDREQ {
 			e.reply(rx.Peer, CMMessage{Attr: AttrDREP, TID: m.TID, LocalCommID: m.RemoteCommID, RemoteCommID: m.LocalCommID})
 		}

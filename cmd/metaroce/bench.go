@@ -363,7 +363,7 @@ func printPerfTables(w io.Writer, cfg profile.Config, b profile.Bench, pts []ben
 			}
 			r := c.res
 			paths := pt.Paths
-			if transportKinds[profile.Transport(t)].onePath {
+			if transportKinds[profile.Transport(t)].OnePath {
 				paths = 1 // a RoCEv2 QP has one UDP source port
 			}
 			fmt.Fprintf(w, reportFmt+"   %-5s  %d\n", r.Size, r.Iters, bwUnit(r.BWPeak, true), bwUnit(r.BWAvg, true), r.MsgRate/1e6,

@@ -12,7 +12,7 @@ import (
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/engine/dpdkengine"
-	mr "github.com/metaroce/metaroce/metaroce"
+	"github.com/metaroce/metaroce/internal/transports"
 	"github.com/metaroce/metaroce/profile"
 )
 
@@ -25,39 +25,15 @@ import (
 // engine's: one cgo call per burst, no allocation.
 
 // engineConfig converts the profile's dpdk section (ports[from:to]) into
-// the engine's configuration, with its defaults applied. The UDP port
-// left 0 and the udp_checksum left empty in the profile follow the
-// transport.
+// the engine's configuration (internal/transports, which the verbs
+// library shares).
 func engineConfig(d profile.DPDK, from, to int, t profile.Transport) dpdkengine.Config {
-	c := dpdkengine.Config{EAL: append([]string(nil), d.EAL...), UDPPort: uint16(d.UDPPort), Checksum: d.Checksum, UDPChecksum: d.UDPChecksum,
-		Impair:   dpdkengine.Impairment{Loss: d.Impair.Loss, Reorder: d.Impair.Reorder, Seed: uint64(d.Impair.Seed)},
-		PoolSize: d.PoolSize, DataRoom: d.DataRoom, Burst: d.Burst, RxDesc: d.RxDesc, TxDesc: d.TxDesc,
-		IdleSpin: d.IdleSpin, MaxIdleSleep: d.MaxIdleSleep}
-	if c.UDPPort == 0 {
-		c.UDPPort = udpPortFor(t)
-	}
-	if c.UDPChecksum == "" && c.Checksum != "none" {
-		if k, ok := transportKinds[t]; ok {
-			c.UDPChecksum = k.udpChecksum
-		}
-	}
-	for _, p := range d.Ports[from:to] {
-		c.Ports = append(c.Ports, dpdkengine.PortConfig{Name: p.Name, IP: p.IP, Gateway: p.Gateway, Queues: p.Queues})
-	}
-	for _, n := range d.Neighbours {
-		c.Neighbours = append(c.Neighbours, dpdkengine.Neighbour{Peer: uint32(n.Peer), IP: n.IP, MAC: n.MAC})
-	}
-	return c.Defaults()
+	return transports.EngineConfig(d, from, to, t)
 }
 
 // udpPortFor is the UDP port of a transport when the profile leaves
 // dpdk.udp_port at 0: metaroce's 4794, or the IANA RoCEv2 port.
-func udpPortFor(t profile.Transport) uint16 {
-	if k, ok := transportKinds[t]; ok {
-		return k.udpPort
-	}
-	return mr.DefaultUDPPort
-}
+func udpPortFor(t profile.Transport) uint16 { return transports.UDPPortFor(t) }
 
 // checkDPDK validates the dpdk section with the engine's own rules; the
 // error names the profile key (dpdk.ports[0].ip) and the file.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/engine/udp"
+	"github.com/metaroce/metaroce/internal/transports"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 	"github.com/metaroce/metaroce/verbs"
@@ -37,7 +38,7 @@ func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port in
 // transportPort is the UDP port a transport listens on, from the profile.
 func transportPort(cfg profile.Config, t profile.Transport) int {
 	if k, ok := transportKinds[t]; ok {
-		return k.port(cfg)
+		return k.Port(cfg)
 	}
 	return cfg.UDP.Port
 }
@@ -100,7 +101,7 @@ func newNode(cfg profile.Config, t profile.Transport, be engine.Backend, server 
 		return nil, err
 	}
 	n := &node{name: string(t), kind: kind, be: be, cq: verbs.NewCompletionQueue(4096), wcs: make([]verbs.WorkCompletion, 64)}
-	if n.dev, err = kind.newDevice(cfg, be, server, id, paths, depth); err != nil {
+	if n.dev, err = kind.NewDevice(cfg, be, transports.Options{Server: server, ID: id, Paths: paths, Depth: depth}); err != nil {
 		return nil, err
 	}
 	buf := make([]byte, bufLen)

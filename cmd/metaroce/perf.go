@@ -393,6 +393,9 @@ func perfHello(cfg profile.Config, c *tcpCtrl, conn net.Conn, test string, stop 
 	if got != want && !configuredPeer(cfg, got) {
 		return hello, fmt.Errorf("setup: client's UDP address %v is not its TCP address %v", got, want)
 	}
+	if err := checkHelloKey(cfg, hello); err != nil {
+		return hello, err
+	}
 	return hello, nil
 }
 

@@ -43,7 +43,7 @@ func (p perfParams) validate() error {
 	switch {
 	case !slices.Contains(perfTests, p.Test):
 		return fmt.Errorf("unknown test %q", p.Test)
-	case transportKinds[p.Transport].newDevice == nil:
+	case transportKinds[p.Transport].NewDevice == nil:
 		return fmt.Errorf("unknown transport %q", p.Transport)
 	case len(p.Sizes) < 1 || len(p.Sizes) > 23:
 		return fmt.Errorf("%d sizes, want 1..23", len(p.Sizes))
@@ -103,6 +103,10 @@ type ctrlMsg struct {
 	VerifyErr string       `json:"verify_error,omitempty"`
 	Err       string       `json:"error,omitempty"`
 	Version   string       `json:"version,omitempty"`
+	// Key and Proof: the X25519 exchange of security.mode auth and
+	// encrypt (perf_keys.go), in hello and welcome.
+	Key   []byte `json:"key,omitempty"`
+	Proof []byte `json:"proof,omitempty"`
 }
 
 // ctrl is one end of the setup channel. recv never blocks: it returns

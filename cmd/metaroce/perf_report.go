@@ -68,12 +68,12 @@ func bwUnit(bps float64, gbits bool) float64 {
 // printHeader prints perftest's banner for the test.
 func printHeader(w io.Writer, p perfParams, cfg profile.Config, gbits bool, local, remote string) {
 	k := transportKinds[p.Transport]
-	mtu := k.mtu(cfg)
+	mtu := k.MTU(cfg)
 	paths := p.Paths
 	if paths == 0 {
 		paths = cfg.Metaroce.Paths
 	}
-	if k.onePath {
+	if k.OnePath {
 		paths = 1
 	}
 	fmt.Fprintln(w, resultLine)

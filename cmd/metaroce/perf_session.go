@@ -57,11 +57,20 @@ func runClient(cfg profile.Config, p perfParams, c ctrl, open opener, stop func(
 		capture(n)
 	}
 	info := n.mem.info()
-	if err := c.send(ctrlMsg{Type: "hello", Params: &p, UDP: n.be.LocalAddr().String(), Mem: &info, Version: version}); err != nil {
+	ks, err := newKeyShare(cfg)
+	if err != nil {
+		return nil, n, err
+	}
+	hello := ctrlMsg{Type: "hello", Params: &p, UDP: n.be.LocalAddr().String(), Mem: &info, Version: version}
+	ks.clientKey(&hello)
+	if err := c.send(hello); err != nil {
 		return nil, n, err
 	}
 	w, err := waitMsg(c, nil, "welcome", setupTimeout, stop)
 	if err != nil {
+		return nil, n, err
+	}
+	if err := ks.clientFinish(n, w); err != nil {
 		return nil, n, err
 	}
 	addr, err := netip.ParseAddrPort(w.UDP)
@@ -206,7 +215,11 @@ func serve(cfg profile.Config, c ctrl, hello ctrlMsg, open opener, stop func() b
 		return nil, n, err
 	}
 	info := n.mem.info()
-	if err := c.send(ctrlMsg{Type: "welcome", UDP: n.be.LocalAddr().String(), Mem: &info}); err != nil {
+	welcome := ctrlMsg{Type: "welcome", UDP: n.be.LocalAddr().String(), Mem: &info}
+	if err := serverKey(cfg, n, hello, &welcome); err != nil {
+		return nil, n, err
+	}
+	if err := c.send(welcome); err != nil {
 		return nil, n, err
 	}
 	if err := n.connect(true, p.QPs, time.Now().Add(setupTimeout), stop); err != nil {

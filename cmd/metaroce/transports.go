@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/internal/transports"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/metrics"
 	"github.com/metaroce/metaroce/profile"
@@ -13,23 +13,13 @@ import (
 )
 
 // transportKind is what the CLI needs to know about one transport beyond
-// the verbs interfaces: how to build its device from a profile, its UDP
-// ports, and how to read its counters for the metrics endpoint. This map is
-// the only place in the CLI's node and metrics code that names a
-// transport; everything else runs a verbs.Device.
+// the verbs interfaces: what every front end needs (internal/transports:
+// how to build its device from a profile, its UDP ports, its MTU), and
+// how to read its counters for the metrics endpoint and perf's summary.
+// This map is the only place in the CLI's node and metrics code that
+// names a transport; everything else runs a verbs.Device.
 type transportKind struct {
-	// newDevice builds the transport on backend be. paths overrides the
-	// profile's metaroce.paths when not 0 (transports without paths ignore
-	// it); depth is the most work requests a queue pair holds.
-	newDevice func(cfg profile.Config, be engine.Backend, server bool, id mr.NodeID, paths, depth int) (verbs.Device, error)
-	// port is the UDP port the transport listens on, from the profile.
-	port func(cfg profile.Config) int
-	// udpPort is the UDP port when the profile leaves dpdk.udp_port at 0.
-	udpPort uint16
-	// udpChecksum is dpdk.udp_checksum when the profile leaves it empty:
-	// "zero" where the transport's own CRC covers every packet end to
-	// end and nothing relies on the UDP checksum, else "compute".
-	udpChecksum string
+	transports.Kind
 	// snapshot copies the counters of a node's sessions.
 	snapshot func(ss []verbs.Session) []metrics.Conn
 	// endpoint copies the counters of the node's device that no
@@ -38,60 +28,13 @@ type transportKind struct {
 	// repair sums the loss-repair counters of a node's sessions for
 	// perf's closing summary.
 	repair func(ss []verbs.Session) repairStats
-	// mtu is the payload MTU the profile gives the transport (for reports).
-	mtu func(cfg profile.Config) int
-	// onePath: a queue pair keeps one UDP source port (one ECMP path), so
-	// reports show 1 path whatever was asked.
-	onePath bool
 }
 
 var transportKinds = map[profile.Transport]transportKind{
-	profile.TransportMetaroce: {
-		newDevice: func(cfg profile.Config, be engine.Backend, server bool, id mr.NodeID, paths, depth int) (verbs.Device, error) {
-			if paths == 0 {
-				paths = cfg.Metaroce.Paths
-			}
-			mc := cfg.Metaroce.Core()
-			// Ids, keys and the incarnation from the OS's cryptographic
-			// generator: this endpoint faces a real network (issue 15).
-			mc.Node, mc.Incarnation, mc.Rand = id, 0, engine.SecureRandom()
-			mc.Paths, mc.AcceptIncoming = paths, server
-			mc.SendQueueDepth, mc.RecvQueueDepth = max(4096, depth), max(4096, depth)
-			ep, err := mr.NewEndpoint(mc)
-			if err != nil {
-				return nil, err
-			}
-			return ep.Device(), nil
-		},
-		port:        func(cfg profile.Config) int { return cfg.UDP.Port },
-		udpPort:     mr.DefaultUDPPort,
-		udpChecksum: "zero", // the CRC32C trailer covers every packet (docs/protocol.md)
-		snapshot:    metaroceSnapshot,
-		endpoint:    metaroceEndpoint,
-		repair:      metaroceRepair,
-		mtu:         func(cfg profile.Config) int { return cfg.Metaroce.MTU },
-	},
-	profile.TransportRoCEv2: {
-		newDevice: func(cfg profile.Config, be engine.Backend, server bool, _ mr.NodeID, _, depth int) (verbs.Device, error) {
-			c := cfg.RoCEv2.Core()
-			c.LocalIP, c.PeerIP = be.LocalIP(), func(h verbs.PeerHandle) rocev2.IPv4 { return be.PeerIP(h) }
-			c.AcceptIncoming = server
-			c.SendQueueDepth, c.RecvQueueDepth = max(4096, depth), max(4096, depth)
-			ep, err := rocev2.NewEndpoint(c)
-			if err != nil {
-				return nil, err
-			}
-			return ep.Device(), nil
-		},
-		port:        func(cfg profile.Config) int { return cfg.UDP.RoCEv2Port },
-		udpPort:     rocev2.UDPPort,
-		udpChecksum: "compute", // the baseline as it ran before (see docs/dpdk.md)
-		snapshot:    rocev2Snapshot,
-		endpoint:    rocev2Endpoint,
-		repair:      rocev2Repair,
-		mtu:         func(cfg profile.Config) int { return cfg.RoCEv2.MTU },
-		onePath:     true,
-	},
+	profile.TransportMetaroce: {Kind: transports.Kinds[profile.TransportMetaroce],
+		snapshot: metaroceSnapshot, endpoint: metaroceEndpoint, repair: metaroceRepair},
+	profile.TransportRoCEv2: {Kind: transports.Kinds[profile.TransportRoCEv2],
+		snapshot: rocev2Snapshot, endpoint: rocev2Endpoint, repair: rocev2Repair},
 }
 
 // kindOf returns the transport t, or an error naming it.
@@ -116,7 +59,10 @@ func metaroceEndpoint(d verbs.Device) metrics.Endpoint {
 	}
 	c := e.Counters()
 	return metrics.Endpoint{RxDropped: []metrics.Count{{Reason: "crc", N: c.CRCDrops},
-		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownConn}},
+		{Reason: "malformed", N: c.Malformed}, {Reason: "unknown_conn", N: c.UnknownConn},
+		// The sealed modes: a PSK MAC that did not check, a packet sealed
+		// otherwise than the endpoint's mode.
+		{Reason: "auth", N: c.AuthFailures}, {Reason: "seal_mismatch", N: c.SealMismatch}},
 		ConnectsRefused: []metrics.Count{{Reason: "max_conns", N: c.RefusedMaxConns},
 			{Reason: "per_peer", N: c.RefusedPerPeer}, {Reason: "backlog", N: c.RefusedBacklog},
 			{Reason: "not_accepting", N: c.RefusedNotAccepting}},
@@ -170,7 +116,10 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			{Reason: "placed_again", N: c.DuplicateChunks},
 			// held_full: a WRITE's early last chunk that could not be held
 			// (maxHeldChunks), not acknowledged, for the sender to resend.
-			{Reason: "held_full", N: c.LastChunksRefused}}
+			{Reason: "held_full", N: c.LastChunksRefused},
+			// The sealed modes: a tag that did not check, a packet number
+			// seen before (replay) or older than the replay window.
+			{Reason: "auth", N: c.AuthFailures}, {Reason: "replay", N: c.Replays}, {Reason: "replay_old", N: c.ReplaysOld}}
 		mc.TxExtra = []metrics.Count{{Reason: "probe", N: probes}, {Reason: "moved", N: moved}}
 		for i := 0; i < m.NumPaths() && i < metrics.MaxPaths; i++ {
 			p := verbs.PathID(i)

@@ -111,7 +111,7 @@ func TestMetaroceDropMetrics(t *testing.T) {
 	c := sb.(mr.Session).C.Counters()
 	got := reasons(t, conns[0].RxDropped)
 	wantReasons(t, got, "crc", "malformed", "duplicate", "stale_generation", "stale_incarnation", "out_of_window",
-		"access", "length", "placed_again", "held_full")
+		"access", "length", "placed_again", "held_full", "auth", "replay", "replay_old")
 	if got["held_full"] != c.LastChunksRefused {
 		t.Errorf("held_full %d, core %d", got["held_full"], c.LastChunksRefused)
 	}
@@ -129,8 +129,37 @@ func TestMetaroceDropMetrics(t *testing.T) {
 		t.Errorf("tx extra reasons %v, want probe and moved", x)
 	}
 	ep := reasons(t, metaroceEndpoint(eb.Device()).RxDropped)
-	if ep["crc"] == 0 || ep["crc"] != eb.Counters().CRCDrops || len(ep) != 3 {
+	if ep["crc"] == 0 || ep["crc"] != eb.Counters().CRCDrops || len(ep) != 5 {
 		t.Errorf("endpoint %v, core crc %d", ep, eb.Counters().CRCDrops)
+	}
+	t.Logf("receiver: conn %v, endpoint %v", got, ep)
+}
+
+// TestMetaroceSealedDropMetrics: in auth mode the same link's corrupted
+// packets fail their tag (not a CRC) and its duplicates are refused as
+// replays before the scoreboard; both reach the metrics copy under their
+// reasons, auth and replay, with the core's figures.
+func TestMetaroceSealedDropMetrics(t *testing.T) {
+	sec := mr.Security{Mode: mr.SecurityAuth, Secret: []byte("the metrics test's shared secret")}
+	ea, err := mr.NewEndpoint(mr.Config{Node: 1, Incarnation: 1, Paths: 4, MTU: 1024, Security: sec, Rand: verbs.NewSeededRandom(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := mr.NewEndpoint(mr.Config{Node: 2, Incarnation: 1, Paths: 4, MTU: 1024, AcceptIncoming: true, Security: sec, Rand: verbs.NewSeededRandom(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := writeOver(t, ea.Device(), eb.Device())
+	conns := metaroceSnapshot([]verbs.Session{sb})
+	c := sb.(mr.Session).C.Counters()
+	got := reasons(t, conns[0].RxDropped)
+	if got["auth"] == 0 || got["auth"] != c.AuthFailures || got["replay"] == 0 || got["replay"] != c.Replays ||
+		got["crc"] != 0 || got["duplicate"] != 0 {
+		t.Errorf("conn %v, core auth %d replay %d", got, c.AuthFailures, c.Replays)
+	}
+	ep := reasons(t, metaroceEndpoint(eb.Device()).RxDropped)
+	if ep["auth"] != eb.Counters().AuthFailures || ep["seal_mismatch"] != eb.Counters().SealMismatch {
+		t.Errorf("endpoint %v", ep)
 	}
 	t.Logf("receiver: conn %v, endpoint %v", got, ep)
 }
@@ -187,14 +216,11 @@ func TestTransportKindsComplete(t *testing.T) {
 				t.Errorf("transportKinds[%q].%s is nil", name, v.Type().Field(i).Name)
 			}
 		}
-		if k.udpPort == 0 {
-			t.Errorf("transportKinds[%q].udpPort is 0", name)
-		}
-		if k.udpChecksum != "zero" && k.udpChecksum != "compute" {
-			t.Errorf("transportKinds[%q].udpChecksum is %q", name, k.udpChecksum)
+		if k.NewDevice == nil {
+			t.Errorf("transportKinds[%q] has no internal/transports kind", name)
 		}
 	}
-	if len(transportKinds) < 2 || funcs < 2*5 {
+	if len(transportKinds) < 2 || funcs < 2*3 {
 		t.Fatalf("checked %d functions of %d transports; want both transports' entries", funcs, len(transportKinds))
 	}
 }

@@ -96,6 +96,20 @@ unit (` + "`200us`" + `). What each parameter does: the field's comment in the c
 	transportTable(&b, mr.Config{}.Defaults(), profile.Default().Metaroce, sim.MetaRoCEParams{})
 	b.WriteString("\n## rocev2\n\n")
 	transportTable(&b, rocev2.Config{}.Defaults(), profile.Default().RoCEv2, sim.RoCEv2Params{})
+	b.WriteString(`
+## security
+
+Profiles only (the command and the verbs library; the simulator runs mode none): the metaroce
+transport's packet protection, [security.md](security.md). ` + "`mode`" + ` none keeps the CRC32C;
+auth and encrypt seal every packet with AES-GCM under per-connection keys that follow from the
+pre-shared key in ` + "`psk_file`" + ` (at least 16 bytes). An empty or zero value takes the default.
+
+| key | ` + "`profile.Security`" + ` field | default |
+|---|---|---|
+`)
+	for _, l := range keys.Leaves(reflect.ValueOf(profile.Default().Security), "") {
+		fmt.Fprintf(&b, "| `security.%s` | `%s` | %s |\n", l.Key, l.Name, show(l.Value))
+	}
 	return b.Bytes()
 }
 

@@ -245,6 +245,9 @@ func DestroyOne(t *testing.T, mk Devices) {
 	require.Equal(t, uint64(40), wc.WRID)
 	require.Equal(t, verbs.StatusFlushed, wc.Status, "the destroyed queue pair's own receive is flushed")
 	require.Equal(t, qb[0].QPN(), wc.QPN)
+	// A receive no message reached is still reported as a receive: the
+	// verbs library tells send and receive completions apart by it.
+	require.Equal(t, verbs.WCRecv, wc.Opcode)
 	require.ErrorIs(t, qb[0].PostRecv(p.Now, verbs.RecvWR{ID: 41}), verbs.ErrQPDestroyed)
 	require.ErrorIs(t, qb[0].PostSend(p.Now, verbs.SendWR{ID: 42, Opcode: verbs.WRSend}), verbs.ErrQPDestroyed)
 

@@ -130,6 +130,10 @@ static void private_layout(void)
 	CHECK(offsetof(struct mrv_device, dev) == 0);
 	CHECK(offsetof(struct mrv_context, vctx) == 0);
 	CHECK(offsetof(struct mrv_context, vctx.context) == offsetof(struct verbs_context, context));
+	/* The extended objects share their public prefix with the plain ones. */
+	CHECK(offsetof(struct mrv_qp, qp) == 0 && offsetof(struct mrv_qp, qpx.qp_base) == 0);
+	CHECK(offsetof(struct mrv_cq, cq) == 0 && offsetof(struct mrv_cq, cqx) == 0);
+	CHECK(offsetof(struct ibv_cq_ex, comp_mask) == sizeof(struct ibv_cq));
 }
 
 static void runtime_objects(void)
@@ -152,6 +156,8 @@ static void runtime_objects(void)
 	CHECK(v && v->sz >= sizeof(struct verbs_context));
 	CHECK(verbs_get_ctx_op(c, query_port) != NULL);
 	CHECK(verbs_get_ctx_op(c, query_device_ex) != NULL);
+	CHECK(verbs_get_ctx_op(c, create_qp_ex) != NULL);
+	CHECK(verbs_get_ctx_op(c, create_cq_ex) != NULL);
 	CHECK(c->device == list[0]);
 	/* The macro path (verbs_context.query_port, full struct) and the
 	 * exported compat path (48-byte prefix only) agree. */

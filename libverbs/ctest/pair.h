@@ -42,6 +42,16 @@ static const char *role = "requester";
  * reaching RTR); setup ends without the final handshake. */
 static int pair_die_after_exchange, pair_no_sync;
 
+/* Set before setup: the QPs stay in RTR (pair_stop_at_rtr), or are
+ * created with ibv_create_qp_ex and these send_ops_flags (pair_send_ops,
+ * for the ibv_wr_* API). */
+static int pair_stop_at_rtr;
+static uint64_t pair_send_ops;
+
+/* Set before setup: the CQ is created with ibv_create_cq_ex and these
+ * wc_flags (side.cqx; side.cq is ibv_cq_ex_to_cq of it). */
+static uint64_t pair_cq_ex_flags;
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -62,6 +72,7 @@ struct side {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_cq_ex *cqx; /* when pair_cq_ex_flags */
 	struct ibv_qp *qp[MAXQP];
 	struct ibv_mr *mr;
 	uint8_t *buf;
@@ -100,7 +111,12 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 		exit(2);
 	}
 	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
+	if (pair_cq_ex_flags) {
+		struct ibv_cq_init_attr_ex ca = {.cqe = 256, .wc_flags = pair_cq_ex_flags};
+		s->cqx = ibv_create_cq_ex(s->ctx, &ca);
+		s->cq = s->cqx ? ibv_cq_ex_to_cq(s->cqx) : NULL;
+	} else
+		s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
 	s->buf = aligned_alloc(4096, PAIR_BUF);
 	memset(s->buf, fill, PAIR_BUF);
 	s->mr = ibv_reg_mr(s->pd, s->buf, PAIR_BUF,
@@ -111,9 +127,15 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 	}
 	struct info me = {.addr = (uintptr_t)s->buf, .rkey = s->mr->rkey, .len = PAIR_BUF};
 	for (int i = 0; i < nqp; i++) {
-		struct ibv_qp_init_attr ia = {.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
-					      .cap = {.max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1, .max_recv_sge = 1}};
-		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		struct ibv_qp_init_attr_ex ia = {.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+						 .cap = {.max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1, .max_recv_sge = 1},
+						 .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = s->pd};
+		if (pair_send_ops) {
+			ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+			ia.send_ops_flags = pair_send_ops;
+			s->qp[i] = ibv_create_qp_ex(s->ctx, &ia);
+		} else
+			s->qp[i] = ibv_create_qp(s->pd, (struct ibv_qp_init_attr *)&ia);
 		if (!s->qp[i]) {
 			fprintf(stderr, "%s: create_qp: %s\n", role, strerror(errno));
 			exit(2);
@@ -140,6 +162,8 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 			fprintf(stderr, "%s: RTR failed\n", role);
 			exit(2);
 		}
+		if (pair_stop_at_rtr)
+			continue;
 		struct ibv_qp_attr r = {.qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = retry,
 					.rnr_retry = rnr, .max_rd_atomic = 1};
 		if (ibv_modify_qp(s->qp[i], &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |

@@ -40,14 +40,15 @@ const maxQPs = 255
 // sleeps in the kernel waiting for a packet otherwise).
 const idleWait = 50 * time.Microsecond
 
-// eng is the process's one transport: a UDP backend and a device, run by
-// one goroutine (backend.Run). C threads never touch the core: they queue
-// commands and work requests under mu, and step runs them on the engine
-// goroutine.
+// eng is the process's one transport: a backend (UDP, or DPDK when the
+// profile says so) and a device, run by one goroutine (backend.Run). C
+// threads never touch the core: they queue commands and work requests
+// under mu, and step runs them on the engine goroutine.
 type eng struct {
 	mu   sync.Mutex
-	be   *udp.Backend
+	be   engine.Backend
 	dev  verbs.Device
+	open openQP // the transport's one-to-one QPs (rocev2); nil: sessions and streams
 	push C.mrg_push_fn
 	ep   endpoint
 	self netip.AddrPort
@@ -110,6 +111,10 @@ type qp struct {
 	timers   verbs.QPTimers
 	session  verbs.Session // the core QP's, once attached
 	sendSeen bool          // a send completion was reported
+	ev       qpAsync       // what its asynchronous events depend on (async.go)
+	// setSendPSN takes sq_psn at the first RTS (a QP of openQP); nil
+	// otherwise and after.
+	setSendPSN func(uint32) error
 }
 
 // timerSetter is a core QP whose budgets can change after creation
@@ -124,47 +129,82 @@ var (
 	engErr  error
 )
 
-// start opens the backend and the device and runs the loop (once).
+// start opens the backend and the device and runs the loop (once). Both
+// happen on the engine thread (onEngineThread), which stays in the
+// backend's Run.
 func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 	engOnce.Do(func() {
-		be, err := udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait,
-			Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
-		if err != nil {
-			engErr = fmt.Errorf("metaroce verbs: %v", err)
-			return
-		}
-		mk, ok := deviceKinds[e.transport]
-		if !ok {
-			be.Close()
-			engErr = fmt.Errorf("metaroce verbs: transport %q is not supported by the verbs library yet", e.transport)
-			return
-		}
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%v/%d/%d", be.LocalAddr(), os.Getpid(), time.Now().UnixNano())
-		dev, err := mk(e.cfg, be, mr.NodeID(h.Sum64()|1))
-		if err != nil {
-			be.Close()
-			engErr = fmt.Errorf("metaroce verbs: %v", err)
-			return
-		}
-		if err := be.Attach(dev); err != nil {
-			be.Close()
-			engErr = fmt.Errorf("metaroce verbs: %v", err)
-			return
-		}
-		g := &eng{be: be, dev: dev, push: push, ep: e, self: be.LocalAddr(), nextHandle: 1,
-			pds: map[uint32]*verbs.ProtectionDomain{}, mrs: map[uint32]*verbs.MemoryRegion{},
-			cqs: map[uint32]*cq{}, qps: map[uint32]*qp{}, byCore: map[verbs.QPN]*qp{},
-			peers: map[netip.AddrPort]verbs.PeerHandle{}, sessions: map[verbs.PeerHandle]verbs.Session{},
-			waiting: map[verbs.PeerHandle][]*qp{}}
-		go func() {
-			if err := be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
+		ready := make(chan struct{})
+		onEngineThread(func() {
+			g, err := open(e, push)
+			theEng, engErr = g, err
+			close(ready)
+			if err != nil {
+				return
+			}
+			if err := g.be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
 				fmt.Fprintf(os.Stderr, "metaroce verbs: the transport stopped: %v\n", err)
 			}
-		}()
-		theEng = g
+			deviceFatal()
+		})
+		<-ready
 	})
 	return theEng, engErr
+}
+
+var (
+	threadOnce sync.Once
+	threadWork chan func()
+)
+
+// onEngineThread runs f on the engine thread: one goroutine of the
+// library's own, which runs what is queued in order, the last of it the
+// backend's Run, which never returns. The DPDK EAL makes the thread that
+// starts it its main lcore (and locks the goroutine to it for good), so
+// that must not be a C thread of the program's that merely called in;
+// prestartBackend (at ibv_open_device) and start (at the first PD or CQ)
+// both run here. f signals its own completion.
+func onEngineThread(f func()) {
+	threadOnce.Do(func() {
+		threadWork = make(chan func(), 2)
+		go func() {
+			for f := range threadWork {
+				f()
+			}
+		}()
+	})
+	threadWork <- f
+}
+
+// open opens the backend and the device and attaches one to the other.
+func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
+	be, err := newBackend(e)
+	if err != nil {
+		return nil, fmt.Errorf("metaroce verbs: %v", err)
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%v/%d/%d", be.LocalAddr(), os.Getpid(), time.Now().UnixNano())
+	tr, err := newTransport(e.cfg, be, mr.NodeID(h.Sum64()|1))
+	if err != nil {
+		be.Close()
+		return nil, fmt.Errorf("metaroce verbs: %v", err)
+	}
+	if err := be.Attach(tr.dev); err != nil {
+		be.Close()
+		return nil, fmt.Errorf("metaroce verbs: %v", err)
+	}
+	return &eng{be: be, dev: tr.dev, open: tr.open, push: push, ep: e, self: be.LocalAddr(), nextHandle: 1,
+		pds: map[uint32]*verbs.ProtectionDomain{}, mrs: map[uint32]*verbs.MemoryRegion{},
+		cqs: map[uint32]*cq{}, qps: map[uint32]*qp{}, byCore: map[verbs.QPN]*qp{},
+		peers: map[netip.AddrPort]verbs.PeerHandle{}, sessions: map[verbs.PeerHandle]verbs.Session{},
+		waiting: map[verbs.PeerHandle][]*qp{}}, nil
+}
+
+// newUDPBackend is the default backend: a UDP socket on the device's
+// address and port.
+func newUDPBackend(e endpoint) (engine.Backend, error) {
+	return udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait,
+		Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
 }
 
 // do runs f on the engine goroutine and returns its result.
@@ -219,6 +259,7 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 	for _, c := range g.cqs {
 		g.drain(c)
 	}
+	g.raiseAsync()
 	return false, nil
 }
 
@@ -327,6 +368,7 @@ func (g *eng) drain(c *cq) {
 			if wc.HasImm {
 				w.imm, w.with_imm = C.uint32_t(wc.Imm), 1
 			}
+			g.noteWC(q, &w)
 			c.out = append(c.out, w)
 		}
 		if n < len(c.buf) {
@@ -348,10 +390,10 @@ func (g *eng) drain(c *cq) {
 // connect binds q (at RTR) to the peer QP dest at ip: the QPN names the
 // peer's UDP port and QP index, the lower address dials, the higher one
 // accepts, and both name the stream lo<<8 | hi from the two indices.
-func (g *eng) connect(now verbs.Time, q *qp, ip netip.Addr, dest uint32) error {
+func (g *eng) connect(now verbs.Time, q *qp, ip netip.Addr, dest, rqPSN uint32) error {
 	ridx := int(dest&0xff) - 1
-	if ridx < 0 || dest>>8 == 0 {
-		return fmt.Errorf("metaroce verbs: dest_qp_num %#x is not a metaroce QPN (port << 8 | index+1)", dest)
+	if ridx < 0 || dest>>8 == 0 || dest > 0xffffff {
+		return fmt.Errorf("metaroce verbs: dest_qp_num %#x is not a QPN of this library (port << 8 | index+1)", dest)
 	}
 	peer := netip.AddrPortFrom(ip, uint16(dest>>8))
 	if peer == g.self {
@@ -366,6 +408,9 @@ func (g *eng) connect(now verbs.Time, q *qp, ip netip.Addr, dest uint32) error {
 		g.peers[peer] = h
 	}
 	q.peer = peer
+	if g.open != nil {
+		return g.openDirect(now, q, h, dest, rqPSN)
+	}
 	lower := g.self.Addr().Less(peer.Addr()) || g.self.Addr() == peer.Addr() && g.self.Port() < peer.Port()
 	if lower {
 		q.stream = q.idx<<8 | ridx
@@ -390,12 +435,28 @@ func (g *eng) connect(now verbs.Time, q *qp, ip netip.Addr, dest uint32) error {
 	return nil
 }
 
+// openDirect opens q's core QP at RTR, one to one with the peer's QP dest
+// (rocev2): it is connected at once, and what was posted goes out.
+func (g *eng) openDirect(now verbs.Time, q *qp, h verbs.PeerHandle, dest, rqPSN uint32) error {
+	timers := q.timers
+	core, setPSN, err := g.open(now, h, q.qpn, dest, rqPSN,
+		verbs.QPAttr{PD: q.pd, SendCQ: q.scq.core, RecvCQ: q.rcq.core, Timers: &timers})
+	if err != nil {
+		return fmt.Errorf("metaroce verbs: QP %#x to %v QP %#x: %v", q.qpn, q.peer, dest, err)
+	}
+	q.core, q.setSendPSN = core, setPSN
+	g.byCore[core.QPN()] = q
+	g.flush(now, q)
+	return nil
+}
+
 // failUnconnected ends the work of a QP that will never have a core QP:
 // its peer never connected (it died before its RTR, or gave up), or the
 // core refused the QP. As an HCA whose requester got no answer, the
 // first send completes with IBV_WC_RETRY_EXC_ERR, the rest and every
 // receive are flushed, and so is whatever is posted afterwards.
 func (g *eng) failUnconnected(q *qp) {
+	g.unconnected(q, q.failed == nil && len(q.pendSend) > 0)
 	if q.failed == nil {
 		q.failed = fmt.Errorf("metaroce verbs: QP %#x: %v never connected", q.qpn, q.peer)
 		fmt.Fprintln(os.Stderr, q.failed)

@@ -215,6 +215,7 @@ func MetaroceVerbsModifyQP(h C.uint32_t, a *C.struct_mrg_qp_attr, msg *C.char, m
 		return C.EOPNOTSUPP
 	}
 	state, peer, dest := a.state, uint32(a.peer_ipv4), uint32(a.dest_qpn)
+	rqPSN, sqPSN := uint32(a.rq_psn), uint32(a.sq_psn)
 	timeout, retry, rnr, minRNR := uint8(a.timeout), uint8(a.retry_cnt), uint8(a.rnr_retry), uint8(a.min_rnr_timer)
 	err := g.do(func(now verbs.Time) error {
 		q := g.qps[uint32(h)]
@@ -227,9 +228,17 @@ func MetaroceVerbsModifyQP(h C.uint32_t, a *C.struct_mrg_qp_attr, msg *C.char, m
 			// (a QP in RTR sends nothing: no ACK timeout yet).
 			q.timers = verbs.QPTimers{RNRRetry: verbs.RNRForever, MinRNRTimer: minRNR}
 			ip := netip.AddrFrom4(*(*[4]byte)(unsafe.Pointer(&peer)))
-			return g.connect(now, q, ip, dest)
+			return g.connect(now, q, ip, dest, rqPSN)
 		case C.IBV_QPS_RTS:
 			q.timers.Timeout, q.timers.RetryCnt, q.timers.RNRRetry = timeout, retry, rnr
+			if q.setSendPSN != nil && !q.destroyed {
+				// The first RTS: sq_psn, before anything is sent.
+				err := q.setSendPSN(sqPSN)
+				q.setSendPSN = nil
+				if err != nil {
+					return err
+				}
+			}
 			if ts, ok := q.core.(timerSetter); ok && !q.destroyed {
 				ts.SetTimers(now, q.timers)
 			}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -51,12 +52,21 @@ func loadEndpoint() (endpoint, error) {
 		return endpoint{}, err
 	}
 	c := l.Config
-	if c.Backend != profile.BackendUDP {
-		return endpoint{}, fmt.Errorf("metaroce verbs: backend %q: only udp is supported so far", c.Backend)
+	if err := checkBackend(c); err != nil {
+		return endpoint{}, err
 	}
 	ip := c.Verbs.IP
 	if ip == "" {
 		ip = c.UDP.ServerIP
+	}
+	if c.Backend == profile.BackendDPDK && len(c.DPDK.Ports) > 0 {
+		// The device is the DPDK port: its own address (the /prefix
+		// dropped) is the GID.
+		port, _, _ := strings.Cut(c.DPDK.Ports[0].IP, "/")
+		if c.Verbs.IP != "" && c.Verbs.IP != port {
+			return endpoint{}, fmt.Errorf("metaroce verbs: %s: verbs.ip %s is not the DPDK port's address %s (dpdk.ports[0].ip)", l.Name, c.Verbs.IP, port)
+		}
+		ip = port
 	}
 	a, err := netip.ParseAddr(ip)
 	if err != nil || !a.Is4() {
@@ -115,6 +125,10 @@ func MetaroceVerbsOpen(ep *C.struct_mrv_endpoint, push C.mrg_push_fn, err *C.cha
 	openMu.Lock()
 	opened, openPush = e, push
 	openMu.Unlock()
+	if perr := prestart(e); perr != nil {
+		setErr(err, errlen, perr.Error())
+		return C.EINVAL
+	}
 	ip4 := e.ip.As4()
 	ep.ipv4 = *(*C.uint32_t)(unsafe.Pointer(&ip4[0])) // network order as laid out
 	ep.udp_port = C.uint16_t(e.port)

@@ -3,52 +3,51 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/internal/transports"
 	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 	"github.com/metaroce/metaroce/verbs"
 )
 
-// deviceKinds builds the transport a verbs process runs. It belongs with
-// cmd/metaroce/transports.go's map (the one place naming the kinds), which
-// is package main and so not importable; until both read one importable
-// table, this is the library's entry for each kind it supports. rocev2's
-// Device dials a fixed set of QPs per session, which the per-QP connection
-// of verbs does not fit yet (docs/verbs.md).
-var deviceKinds = map[profile.Transport]func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error){
-	profile.TransportMetaroce: func(cfg profile.Config, be engine.Backend, id mr.NodeID) (verbs.Device, error) {
-		mc := cfg.Metaroce.Core()
-		// Ids, keys and the incarnation from the OS's cryptographic
-		// generator: this endpoint faces a real network (issue 15).
-		mc.Node, mc.Incarnation, mc.Rand = id, 0, engine.SecureRandom()
-		// Both ends accept: which end dials depends on the addresses.
-		mc.AcceptIncoming = true
-		// Streams carry the QP pair's indices (stream = lo << 8 | hi).
-		mc.Streams = 65535
-		mc.SendQueueDepth, mc.RecvQueueDepth = maxQPWR, maxQPWR
-		// Verbs peers reach RTR seconds apart (each after its own
-		// out-of-band exchange), and a loaded machine delays answers:
-		// the CLI's lock-step defaults are too tight here.
-		verbsConnect(&mc)
-		// The connection's peer-dead timer, for the whole process pair;
-		// each QP is held to its own timeout x (retry_cnt+1) and
-		// rnr_retry (verbs.QPTimers, set at RTR and RTS).
-		mc.PeerDeadTimeout = max(mc.PeerDeadTimeout, 2*time.Second)
-		ep, err := mr.NewEndpoint(mc)
-		if err != nil {
-			return nil, err
-		}
-		return ep.Device(), nil
-	},
+// transport is the core a verbs process runs: its device, and, for a
+// transport whose QPs are connected one to one out of band as an HCA's
+// are (rocev2), how to open one. open nil: one session per peer process,
+// one stream per QP pair (metaroce).
+type transport struct {
+	dev  verbs.Device
+	open openQP
 }
 
-// verbsConnect raises a CONNECT budget to what verbs peers need: they
-// reach RTR seconds apart, each after its own out-of-band exchange.
-func verbsConnect(mc *mr.Config) {
-	mc.ConnectRetry = max(mc.ConnectRetry, 10*time.Millisecond)
-	mc.ConnectRetries = max(mc.ConnectRetries, 1000)
+// openQP opens the core QP of verbs QP qpn (the QPN the library assigned,
+// which the wire carries) to the peer's QP rqpn at RTR, expecting the
+// peer's first PSN rqPSN; setSendPSN takes the QP's own first PSN at RTS.
+type openQP func(now verbs.Time, peer verbs.PeerHandle, qpn, rqpn, rqPSN uint32, attr verbs.QPAttr) (q verbs.QP, setSendPSN func(uint32) error, err error)
+
+// newTransport builds the profile's transport on be from the table the
+// CLI uses too (internal/transports), as the verbs library needs it
+// (Options.Verbs: both ends accept, a stream per QP pair, the connect
+// budget of peers that reach RTR seconds apart; rocev2's QPs opened one
+// to one).
+func newTransport(cfg profile.Config, be engine.Backend, id mr.NodeID) (transport, error) {
+	k, err := transports.Of(cfg.Transport)
+	if err != nil {
+		return transport{}, fmt.Errorf("%v is not supported by the verbs library", err)
+	}
+	dev, err := k.NewDevice(cfg, be, transports.Options{ID: id, Depth: maxQPWR, Verbs: true})
+	if err != nil {
+		return transport{}, err
+	}
+	t := transport{dev: dev}
+	if k.OpenQP != nil {
+		t.open = func(now verbs.Time, peer verbs.PeerHandle, qpn, rqpn, rqPSN uint32, attr verbs.QPAttr) (verbs.QP, func(uint32) error, error) {
+			return k.OpenQP(dev, now, peer, qpn, rqpn, rqPSN, attr)
+		}
+	}
+	return t, nil
 }
 
 // acceptWait is how long a QP on the accepting side (the higher address)
@@ -57,6 +56,6 @@ func verbsConnect(mc *mr.Config) {
 // arrive. A dialer that has not connected by then has given up itself.
 func acceptWait(cfg profile.Config) time.Duration {
 	mc := cfg.Metaroce.Core()
-	verbsConnect(&mc)
+	transports.VerbsConnect(&mc)
 	return mc.ConnectRetry*time.Duration(mc.ConnectRetries) + time.Second
 }

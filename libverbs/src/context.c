@@ -234,9 +234,12 @@ MRV_EXPORT struct ibv_context *mrv_open_device(struct ibv_device *dev)
 	struct ibv_context *c = &m->vctx.context;
 	c->device = dev;
 	c->cmd_fd = -1; /* no kernel device */
-	/* Async events are delivered through this fd (poll() and
-	 * ibv_get_async_event); none is raised yet. */
-	c->async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* Async events are delivered through async_fd (poll() and
+	 * ibv_get_async_event: async.c). */
+	if ((err = mrv_async_open(m))) {
+		free(m);
+		return mrv_fail_ptr(err);
+	}
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -248,6 +251,8 @@ MRV_EXPORT struct ibv_context *mrv_open_device(struct ibv_device *dev)
 	m->vctx.sz = sizeof m->vctx;
 	m->vctx.query_port = query_port;
 	m->vctx.query_device_ex = query_device_ex;
+	m->vctx.create_qp_ex = mrv_create_qp_ex;
+	m->vctx.create_cq_ex = mrv_create_cq_ex;
 	return c;
 }
 
@@ -256,8 +261,7 @@ MRV_EXPORT int mrv_close_device(struct ibv_context *c)
 	if (!valid_ctx(c))
 		return EINVAL;
 	struct mrv_context *m = to_mctx(c);
-	if (c->async_fd >= 0)
-		close(c->async_fd);
+	mrv_async_close(m);
 	pthread_mutex_destroy(&c->mutex);
 	free(m);
 	return 0;

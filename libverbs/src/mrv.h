@@ -83,10 +83,13 @@ struct mrv_device {
 	uint64_t guid;         /* host byte order */
 };
 
+struct mrv_async;
+
 /* An open device. */
 struct mrv_context {
 	struct verbs_context vctx; /* public: the app holds &vctx.context */
 	struct mrv_endpoint ep;
+	struct mrv_async *async; /* its asynchronous events (async.c) */
 };
 
 /* A protection domain. */
@@ -105,11 +108,17 @@ struct mrv_mr {
  * crosses into Go.
  */
 struct mrv_cq {
-	struct ibv_cq cq; /* public: must stay first */
+	union {
+		struct ibv_cq cq;     /* public: must stay first */
+		struct ibv_cq_ex cqx; /* ibv_create_cq_ex's (cq_ex.c): its prefix is cq */
+	};
 	pthread_mutex_t mu;
 	struct ibv_wc *ring;
 	unsigned size, head, count;
 	int armed; /* ibv_req_notify_cq was called since the last event */
+	/* ibv_start_poll .. ibv_end_poll (cq_ex.c): the completion the read_*
+	 * calls read, taken off the ring; mu is held meanwhile. */
+	struct ibv_wc cur;
 };
 
 /*
@@ -124,10 +133,16 @@ struct mrv_channel {
 	unsigned cap, head, count;
 };
 
-/* A queue pair (RC only). */
+/* A queue pair (RC only). The public part is a struct ibv_qp_ex, whose
+ * first member is the struct ibv_qp (qp_base): ibv_qp_to_qp_ex hands out
+ * qpx of a QP created with ibv_create_qp_ex and send_ops_flags (qp_ex.c). */
 struct mrv_qp {
-	struct ibv_qp qp; /* public: must stay first */
-	pthread_mutex_t mu; /* serialises posts: the scratch arrays are shared */
+	union {
+		struct ibv_qp qp;     /* public: must stay first */
+		struct ibv_qp_ex qpx; /* its qp_base is qp */
+	};
+	pthread_mutex_t mu; /* serialises posts: the scratch arrays are shared;
+			     * held from ibv_wr_start to wr_complete/wr_abort */
 	int sq_sig_all;
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */
@@ -142,6 +157,14 @@ struct mrv_qp {
 	struct mrg_send_wr *sbuf;
 	struct mrg_recv_wr *rbuf;
 	int sbuf_cap, rbuf_cap;
+	/* The ibv_wr_* batch (qp_ex.c): is_ex once created with send_ops_flags;
+	 * wr_n work requests built in sbuf since ibv_wr_start, wr_err the
+	 * first error (wr_complete returns it and posts nothing). */
+	int is_ex, wr_open, wr_n, wr_err;
+	/* Asynchronous events (async.c): delivered by ibv_get_async_event and
+	 * not yet acknowledged; ibv_destroy_qp waits for them. Counted under
+	 * qp.mutex, as rdma-core's events_completed. */
+	uint32_t events_reported;
 };
 
 static inline struct mrv_context *to_mctx(struct ibv_context *c)
@@ -168,6 +191,29 @@ int mrv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int mrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int mrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* ibv_create_cq's body, which ibv_create_cq_ex shares (cq.c), and
+ * verbs_context.create_cq_ex (cq_ex.c). */
+struct ibv_cq *mrv_create_cq(struct ibv_context *c, int cqe, void *cq_context, struct ibv_comp_channel *channel,
+			     int comp_vector);
+struct ibv_cq_ex *mrv_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a);
+
+/* ibv_create_qp's body, which ibv_create_qp_ex shares (qp.c). */
+struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
+
+/* verbs_context.create_qp_ex, and the ibv_qp_ex table of a QP it
+ * creates (qp_ex.c). */
+struct ibv_qp *mrv_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
+
+/* Asynchronous events (async.c): a context's queue and async_fd, opened
+ * and closed with the context; a QP is registered while it exists so that
+ * the Go side can name it by QPN; mrv_async_qp_gone drops its queued events
+ * and waits until the delivered ones are acknowledged (ibv_destroy_qp). */
+int mrv_async_open(struct mrv_context *m);
+void mrv_async_close(struct mrv_context *m);
+void mrv_async_qp_add(struct mrv_qp *q);
+void mrv_async_qp_gone(struct mrv_qp *q);
+void mrv_async_push(uint32_t qpn, int event);
 
 /* mrv_open_transport starts the transport (transport.c): fills ep, or
  * returns an errno value after printing why on stderr. */

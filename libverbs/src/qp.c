@@ -91,6 +91,7 @@ MRV_EXPORT struct ibv_qp *mrv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	q->qp.qp_type = IBV_QPT_RC;
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
+	mrv_async_qp_add(q);
 	return &q->qp;
 }
 
@@ -139,6 +140,7 @@ MRV_EXPORT int mrv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		memcpy(&ga.peer_ipv4, &g->raw[12], 4);
 		ga.dest_qpn = attr->dest_qp_num;
 		ga.min_rnr_timer = (mask & IBV_QP_MIN_RNR_TIMER) ? attr->min_rnr_timer : 0;
+		ga.rq_psn = (mask & IBV_QP_RQ_PSN) ? attr->rq_psn & 0xffffff : 0;
 	}
 	if (to == IBV_QPS_RTS) {
 		/* What the mask omits keeps its earlier value (RTS -> RTS), or
@@ -150,6 +152,7 @@ MRV_EXPORT int mrv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		ga.timeout = (mask & IBV_QP_TIMEOUT) ? attr->timeout : (had & IBV_QP_TIMEOUT) ? old.timeout : 14;
 		ga.retry_cnt = (mask & IBV_QP_RETRY_CNT) ? attr->retry_cnt : (had & IBV_QP_RETRY_CNT) ? old.retry_cnt : 7;
 		ga.rnr_retry = (mask & IBV_QP_RNR_RETRY) ? attr->rnr_retry : (had & IBV_QP_RNR_RETRY) ? old.rnr_retry : 7;
+		ga.sq_psn = ((mask & IBV_QP_SQ_PSN) ? attr->sq_psn : (had & IBV_QP_SQ_PSN) ? old.sq_psn : 0) & 0xffffff;
 		/* Values above the IBA's 3 bits are the program's error. */
 		if (ga.timeout > 31 || ga.retry_cnt > 7 || ga.rnr_retry > 7)
 			return EINVAL;
@@ -231,6 +234,9 @@ MRV_EXPORT int mrv_destroy_qp(struct ibv_qp *ibqp)
 	int err = mrg.MetaroceVerbsDestroyQP(ibqp->handle);
 	if (err)
 		return err;
+	/* No event is raised for it from here on; wait for the program to
+	 * acknowledge those it took (rdma-core's events_completed). */
+	mrv_async_qp_gone(q);
 	if (q->bounce) {
 		mrg.MetaroceVerbsDeregMR(q->bounce_mr);
 		free(q->bounce);
@@ -238,6 +244,8 @@ MRV_EXPORT int mrv_destroy_qp(struct ibv_qp *ibqp)
 	free(q->sbuf);
 	free(q->rbuf);
 	pthread_mutex_destroy(&q->mu);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
 	free(q);
 	return 0;
 }
@@ -376,12 +384,40 @@ int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_re
 	return EOPNOTSUPP;
 }
 
+/* rdma-core's later IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS; v44's header
+ * says flags must be 0 (the call answers 1 or 0). */
+#define MRV_IN_ORDER_RETURN_CAPS (1u << 0)
+
+/*
+ * ibv_query_qp_data_in_order: whether a reader may poll the data of a work
+ * request of opcode op instead of its completion, at this QP's receiving
+ * side (remote WRITEs and SENDs into it, responses of READs posted on it).
+ * flags 0 (v44's only value) answers 1 when the whole message is visible
+ * once its last byte is, 0 otherwise; flags RETURN_CAPS (rdma-core 47's
+ * extension, for programs built against a later header) answers the
+ * capability bits (WHOLE_MSG 1, ALIGNED_128_BYTES 2). The answer is the
+ * transport's (libverbs/golib/inorder.go); any other flag, or an opcode
+ * that carries no data to a receiving side, answers 0.
+ */
 MRV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
 {
-	(void)qp, (void)op, (void)flags;
-	/* 0: the library does not promise that a WRITE's data lands in order
-	 * (the last byte may be placed before the rest). */
-	return 0;
+	uint8_t mop;
+	uint32_t caps = 0;
+	if (!qp || (flags & ~MRV_IN_ORDER_RETURN_CAPS))
+		return 0;
+	switch (op) {
+	case IBV_WR_RDMA_WRITE: mop = MRG_OP_WRITE; break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM: mop = MRG_OP_WRITE_IMM; break;
+	case IBV_WR_SEND: mop = MRG_OP_SEND; break;
+	case IBV_WR_SEND_WITH_IMM: mop = MRG_OP_SEND_IMM; break;
+	case IBV_WR_RDMA_READ: mop = MRG_OP_READ; break;
+	default: return 0;
+	}
+	if (mrg.MetaroceVerbsDataInOrder(mop, &caps))
+		return 0;
+	if (flags & MRV_IN_ORDER_RETURN_CAPS)
+		return (int)caps;
+	return (caps & MRG_IN_ORDER_WHOLE_MSG) ? 1 : 0;
 }
 
 MRV_DEFAULT_1_1(create_qp);

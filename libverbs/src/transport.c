@@ -76,6 +76,7 @@ static int load_golib(void)
 	MRG_API(MRG_RESOLVE)
 #undef MRG_RESOLVE
 	mrg = api;
+	mrg.MetaroceVerbsAsyncInit(mrv_async_push);
 	pthread_atfork(NULL, NULL, on_fork_child);
 	golib = h;
 	return 0;

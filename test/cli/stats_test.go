@@ -71,6 +71,10 @@ poll:
 		{"metaroce_conn_tx_extra_packets_total", "reason=probe"},
 		{"metaroce_conn_tx_extra_packets_total", "reason=moved"},
 		{"metaroce_conn_rx_dropped_total", "reason=held_full"},
+		// The sealed modes' refusals (zero here, mode none).
+		{"metaroce_conn_rx_dropped_total", "reason=auth"},
+		{"metaroce_conn_rx_dropped_total", "reason=replay"},
+		{"metaroce_endpoint_rx_dropped_total", "reason=seal_mismatch"},
 		{"metaroce_conn_spurious_timeouts_total", "transport=metaroce"},
 		{"metaroce_conn_copies_cancelled_total", "transport=metaroce"},
 		{"metaroce_conn_last_chunks_held_total", "transport=metaroce"},

@@ -69,8 +69,10 @@ var layers = map[string][]string{
 	// The profile loader both front ends share, and the verbs library: a
 	// C library (no Go) and its Go transport, a front end like the CLI.
 	"internal/profileload": {"configs", "profile"},
-	"libverbs":             {},
-	"libverbs/golib":       {"*"},
+	// The transports table both front ends build their device from.
+	"internal/transports": {"engine", "engine/dpdkengine", "metaroce", "profile", "rocev2", "verbs"},
+	"libverbs":            {},
+	"libverbs/golib":      {"*"},
 	// Test support and end-to-end tests.
 	"internal/verbstest":     {"verbs", "engine/mempair", "engine/memlink"},
 	"internal/golden":        {},

@@ -30,7 +30,8 @@ func buildC(t *testing.T, dir, name string) string {
 // responder process (forked before either opens its device, both on
 // 127.0.0.1, told apart by their UDP ports), each case bounded in time.
 // A case passes when the program's own checks all pass (at least min of
-// them) and it printed what it saw: the lines in want, as regexps.
+// them) and it printed what it saw: the lines in want, as regexps. Every
+// case runs over both transports (transport/case).
 func TestErrorPaths(t *testing.T) {
 	dir := libDir(t)
 	bin := buildC(t, dir, "errpaths")
@@ -51,48 +52,57 @@ func TestErrorPaths(t *testing.T) {
 		// plus errpaths.c's stated slack: both bounds are its checks.
 		{"kill", 6, []string{`status transport retry counter exceeded after (\d+)\.\d ms \(QP budget .* = 67\.1 ms, slack \d+ ms\)`}},
 		// The peer exits before its RTR: the posted WRITE fails after the
-		// connect budget, IBV_WC_RETRY_EXC_ERR on either side (the
-		// accepting side's wait, or the dialing side's CONNECT retries).
+		// connect budget, IBV_WC_RETRY_EXC_ERR on either side (metaroce:
+		// the accepting side's wait, or the dialing side's CONNECT
+		// retries; rocev2: the QP's own timeout x (retry_cnt + 1), as an
+		// HCA's, whose QP needs no connection).
 		{"early", 2, []string{`status transport retry counter exceeded after (\d+) ms`}},
 		{"destroy", 10, []string{`the other QP completed 2/2`, `surviving QP received: success`}},
 		{"dereg", 6, []string{`(\d+) WRITEs succeeded before the dereg, (\d+) failed REM_ACCESS_ERR after`,
 			`canary after the dereg: intact`}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, c.name)
-			cmd.Env = withLib(dir, "METAROCE_VERBS_IP=127.0.0.1")
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("errpaths %s: %v\n%s%s", c.name, err, out, stderr.String())
-			}
-			m := summary.FindSubmatch(out)
-			if m == nil {
-				t.Fatalf("no clean summary:\n%s%s", out, stderr.String())
-			}
-			if n, _ := strconv.Atoi(string(m[1])); n < c.min {
-				t.Fatalf("%d checks ran, want at least %d:\n%s", n, c.min, out)
-			}
-			for _, w := range c.want {
-				re := regexp.MustCompile(`(?m)^case ` + c.name + `: (?:.*?\b)?` + w) // lazy, on a word boundary: "2880 WRITEs" is 2880, not 0
-				s := re.FindSubmatch(out)
-				if s == nil {
-					t.Fatalf("no line matching %q:\n%s%s", w, out, stderr.String())
-				}
-				// The figures a case prints must be positive counts.
-				for _, f := range s[1:] {
-					if n, _ := strconv.Atoi(string(f)); n <= 0 {
-						t.Fatalf("%q: count %s:\n%s", w, f, out)
-					}
-				}
-			}
-			t.Logf("%s", out)
-		})
+	for _, tr := range transports {
+		for _, c := range cases {
+			t.Run(tr+"/"+c.name, func(t *testing.T) { errpathCase(t, dir, bin, tr, c.name, c.min, c.want, summary) })
+		}
 	}
+}
+
+// errpathCase runs one case of errpaths.c over transport tr: the program's
+// summary counts at least min checks, all passed, and it printed the
+// lines of want (regexps).
+func errpathCase(t *testing.T, dir, bin, tr, name string, min int, want []string, summary *regexp.Regexp) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, name)
+	cmd.Env = withLib(dir, "METAROCE_VERBS_IP=127.0.0.1", "METAROCE_TRANSPORT="+tr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("errpaths %s: %v\n%s%s", name, err, out, stderr.String())
+	}
+	m := summary.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no clean summary:\n%s%s", out, stderr.String())
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n < min {
+		t.Fatalf("%d checks ran, want at least %d:\n%s", n, min, out)
+	}
+	for _, w := range want {
+		re := regexp.MustCompile(`(?m)^case ` + name + `: (?:.*?\b)?` + w) // lazy, on a word boundary: "2880 WRITEs" is 2880, not 0
+		s := re.FindSubmatch(out)
+		if s == nil {
+			t.Fatalf("no line matching %q:\n%s%s", w, out, stderr.String())
+		}
+		// The figures a case prints must be positive counts.
+		for _, f := range s[1:] {
+			if n, _ := strconv.Atoi(string(f)); n <= 0 {
+				t.Fatalf("%q: count %s:\n%s", w, f, out)
+			}
+		}
+	}
+	t.Logf("%s", out)
 }
 
 // TestRefusals: what the library does not offer (rdma_cm, UD, atomics,

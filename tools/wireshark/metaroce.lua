@@ -7,7 +7,8 @@
 -- Another port: Edit > Preferences > Protocols > MetaRoCE (or tshark
 -- -o metaroce.udp_port:NNNN), or Decode As. Every field below is named
 -- metaroce.<field> for display filters (metaroce.opcode == 0x10, ...).
--- The CRC32C trailer is shown, not verified.
+-- The CRC32C trailer is shown, not verified; so are the sealed modes' tags
+-- and MACs (security.mode auth and encrypt, docs/protocol.md §17).
 
 local p = Proto("metaroce", "MetaRoCE")
 
@@ -26,6 +27,9 @@ f.opcode      = ProtoField.uint8("metaroce.opcode", "Opcode", base.HEX, opcodes)
 f.flags       = ProtoField.uint16("metaroce.flags", "Flags", base.HEX)
 f.ack_req     = ProtoField.bool("metaroce.flags.ack_req", "ACK_REQ", 16, nil, 0x0001)
 f.retransmit  = ProtoField.bool("metaroce.flags.retransmit", "RETRANSMIT", 16, nil, 0x0002)
+f.sealed      = ProtoField.bool("metaroce.flags.sealed", "SEALED", 16, nil, 0x0004)
+f.encrypted   = ProtoField.bool("metaroce.flags.encrypted", "ENCRYPTED", 16, nil, 0x0008)
+f.key_phase   = ProtoField.bool("metaroce.flags.key_phase", "KEY_PHASE", 16, nil, 0x0010)
 f.dst_conn    = ProtoField.uint32("metaroce.dst_conn", "Destination connection")
 f.src_conn    = ProtoField.uint32("metaroce.src_conn", "Source connection")
 f.incarnation = ProtoField.uint32("metaroce.incarnation", "Incarnation")
@@ -72,8 +76,14 @@ f.c_mtu       = ProtoField.uint16("metaroce.connect.mtu", "MTU")
 f.c_streams   = ProtoField.uint16("metaroce.connect.streams", "Streams")
 f.c_planes    = ProtoField.uint8("metaroce.connect.planes", "Planes")
 f.c_token     = ProtoField.bytes("metaroce.connect.token", "Token")
-f.tag         = ProtoField.uint64("metaroce.tag", "Proof tag (SipHash-2-4 under the receiver's token)", base.HEX)
+f.proof       = ProtoField.uint64("metaroce.proof", "Proof tag (SipHash-2-4 under the receiver's token)", base.HEX)
 f.crc         = ProtoField.uint32("metaroce.crc", "CRC32C", base.HEX)
+-- The sealed modes (docs/protocol.md §17): shown, not verified.
+f.tag         = ProtoField.bytes("metaroce.tag", "AES-GCM tag")
+f.pn          = ProtoField.uint64("metaroce.pn", "Packet number")
+f.hello       = ProtoField.bytes("metaroce.hello", "Hello")
+f.psk_mac     = ProtoField.bytes("metaroce.psk_mac", "PSK MAC")
+f.ciphertext  = ProtoField.bytes("metaroce.ciphertext", "Enciphered body")
 
 local e_short = ProtoExpert.new("metaroce.short", "Packet too short", expert.group.MALFORMED, expert.severity.ERROR)
 local e_len = ProtoExpert.new("metaroce.length", "Length does not match the opcode", expert.group.MALFORMED, expert.severity.WARN)
@@ -101,27 +111,52 @@ function p.dissector(buf, pinfo, tree)
         return len
     end
     local op = buf(1, 1):uint()
+    -- The trailer: the CRC32C, or in the sealed modes (§17.2) a PSK MAC
+    -- (CONNECT with its hello before it, RESET, CLOSE_ACK) or the
+    -- connection's tag and packet number (ACCEPT's hello after them).
+    local flags = buf(2, 2):uint()
+    local sealed, encrypted = math.floor(flags / 4) % 2 == 1, math.floor(flags / 8) % 2 == 1
+    local trl, kind = CRC, "crc"
+    if sealed then
+        if op == 0x20 then trl, kind = 32, "mac_hello"
+        elseif op == 0x23 or op == 0x25 then trl, kind = 16, "mac"
+        elseif op == 0x21 then trl, kind = 40, "aead_hello"
+        else trl, kind = 24, "aead" end
+    end
+    if len < HDR + trl then
+        t:add_proto_expert_info(e_short)
+        return len
+    end
     local name = opcodes[op] or string.format("0x%02x", op)
     t:add(f.version, buf(0, 1))
     t:add(f.opcode, buf(1, 1))
     local fl = t:add(f.flags, buf(2, 2))
     fl:add(f.ack_req, buf(2, 2))
     fl:add(f.retransmit, buf(2, 2))
+    fl:add(f.sealed, buf(2, 2))
+    fl:add(f.encrypted, buf(2, 2))
+    fl:add(f.key_phase, buf(2, 2))
     t:add(f.dst_conn, buf(4, 4))
     t:add(f.src_conn, buf(8, 4))
     t:add(f.incarnation, buf(12, 4))
     t:add(f.path_id, buf(16, 2))
     t:add(f.path_gen, buf(18, 2))
     t:add(f.psn, buf(20, 4))
-    if op >= 0x10 and op ~= 0x20 then
-        -- Unsequenced packets but CONNECT carry a proof tag there (protocol.md 7.6).
-        t:add(f.tag, buf(24, 8))
+    if op >= 0x10 and op ~= 0x20 and kind == "crc" then
+        -- Mode none: unsequenced packets but CONNECT carry a proof tag there (protocol.md 7.6).
+        t:add(f.proof, buf(24, 8))
     else
         t:add(f.timestamp, buf(24, 8))
     end
-    local body = len - HDR - CRC
+    local body = len - HDR - trl
     local info = string.format("%s conn %d path %d", name, buf(4, 4):uint(), buf(16, 2):uint())
-    if op >= 0x01 and op <= 0x06 then
+    if encrypted and (kind == "aead" or kind == "aead_hello") then
+        -- Mode encrypt: everything after the header is enciphered.
+        if body > 0 then
+            t:add(f.ciphertext, buf(HDR, body))
+        end
+        info = info .. string.format(" psn %d (enciphered, %d bytes)", buf(20, 4):uint(), body)
+    elseif op >= 0x01 and op <= 0x06 then
         if body < MSG then
             t:add_proto_expert_info(e_len)
         else
@@ -224,7 +259,23 @@ function p.dissector(buf, pinfo, tree)
     elseif body ~= 0 then
         t:add_proto_expert_info(e_len)
     end
-    t:add(f.crc, buf(len - CRC, CRC))
+    if kind == "crc" then
+        t:add(f.crc, buf(len - CRC, CRC))
+    elseif kind == "mac" or kind == "mac_hello" then
+        if kind == "mac_hello" then
+            t:add(f.hello, buf(len - 32, 16))
+        end
+        t:add(f.psk_mac, buf(len - 16, 16))
+    else
+        local e = len
+        if kind == "aead_hello" then
+            e = len - 16
+            t:add(f.hello, buf(e, 16))
+        end
+        t:add(f.tag, buf(e - 24, 16))
+        t:add(f.pn, buf(e - 8, 8))
+        info = info .. string.format(" pn %s", tostring(buf(e - 8, 8):uint64()))
+    end
     pinfo.cols.info = info
     return len
 end

@@ -1,0 +1,40 @@
+package main
+
+/*
+#include <errno.h>
+#include <stdint.h>
+#cgo CFLAGS: -I${SRCDIR}/../../cgo
+#include "mrg.h"
+*/
+import "C"
+
+import "unsafe"
+
+// MetaroceVerbsPostSendAll queues the n send work requests of one
+// ibv_wr_complete batch (qp_ex.c): all of them, or none when the send
+// queue has no room for the whole batch (ENOMEM), as a provider rolls its
+// batch back. One crossing per batch; the engine posts them at its next
+// iteration, exactly as MetaroceVerbsPostSend's.
+//
+//export MetaroceVerbsPostSendAll
+func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int) C.int {
+	g := getEng()
+	if g == nil {
+		return C.EOPNOTSUPP
+	}
+	if n <= 0 {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q := g.qps[uint32(h)]
+	if q == nil || q.destroyed {
+		return C.EINVAL
+	}
+	if int(n) > q.sqDepth-q.outstanding {
+		return C.ENOMEM
+	}
+	q.pendSend = append(q.pendSend, unsafe.Slice(wr, int(n))...)
+	q.outstanding += int(n)
+	return 0
+}
