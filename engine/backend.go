@@ -49,9 +49,10 @@ type Backend interface {
 	// waits on the wall clock (a timed run) is called again within that
 	// limit; mempair jumps its virtual clock to the next event (and
 	// fails with ErrStalled when there is none); dpdk polls (its
-	// packets wake nothing) for idle_spin, then naps in the kernel,
-	// backing off up to max_idle_sleep (50 µs by default), and parks,
-	// using no CPU, between Runs.
+	// packets wake nothing) for idle_spin, inside its driver call for
+	// up to idle_poll (5 µs by default) at a time between Steps, then
+	// naps in the kernel, backing off up to max_idle_sleep (50 µs by
+	// default), and parks, using no CPU, between Runs.
 	Run(ctx context.Context, app App) error
 
 	// Now is the transport's clock (the time Run gives App.Step).

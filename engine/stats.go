@@ -36,6 +36,11 @@ type Stats struct {
 	// backends whose loop measures it (dpdk: the shard's); Measured is
 	// false elsewhere.
 	Loop LoopTime
+	// DriverCalls: calls from the loop into the medium's driver on the
+	// data path (dpdk: cgo calls into DPDK), and RxPolls: receive polls
+	// (dpdk: a driver call that waits for a frame polls many times). 0
+	// where the backend does not count them.
+	DriverCalls, RxPolls uint64
 }
 
 // LoopTime splits a data-path loop's wall time: receive bursts and

@@ -108,9 +108,11 @@ type DPDK struct {
 	Burst  int `key:"burst"`
 	RxDesc int `key:"rx_desc"`
 	TxDesc int `key:"tx_desc"`
-	// IdleSpin and MaxIdleSleep: a shard's idle back-off.
+	// IdleSpin and MaxIdleSleep: a shard's idle back-off; IdlePoll: the
+	// longest wait for a frame inside one driver call while it spins.
 	IdleSpin     time.Duration `key:"idle_spin"`
 	MaxIdleSleep time.Duration `key:"max_idle_sleep"`
+	IdlePoll     time.Duration `key:"idle_poll"`
 }
 
 // DPDKPort is one DPDK port: a vdev name (net_memif0) or a PCI address.

@@ -22,7 +22,7 @@ import (
 // on a shard of an engine (dpdkengine.Backend, an engine.Backend): the
 // node's application step (post work, poll completions) runs on the
 // shard's loop once per iteration. The shard's burst path is the
-// engine's: one cgo call per burst, no allocation.
+// engine's: one cgo call per iteration, no allocation.
 
 // engineConfig converts the profile's dpdk section (ports[from:to]) into
 // the engine's configuration (internal/transports, which the verbs

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/profile"
 )
 
@@ -263,11 +264,13 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 		results, n, local, remote, runErr = perfClient(cfg, dh, p, host, port, stop, newProgress(stderr, progressOn(o.progress, stderr)), hook)
 	}
 	var repair *repairStats
+	var beStats engine.Stats // before close: a closed backend reports zeros
 	if n != nil {
 		if len(n.sess) > 0 {
 			r := n.repair()
 			repair = &r
 		}
+		beStats = n.be.Stats()
 		n.close()
 	}
 	if cerr := closeCapture(); cerr != nil && runErr == nil {
@@ -293,8 +296,11 @@ func runPerf(cmd *cobra.Command, o perfOpts, test, host string) error {
 		// transport did.
 		printRepair(stdout, isServer, *repair, n.peerRepair)
 	}
+	if n != nil {
+		logLoop(log, beStats)
+	}
 	if runErr != nil && n != nil {
-		st := n.be.Stats()
+		st := beStats
 		log.Sugar().Infow("backend counters", "tx", st.TxPackets, "rx", st.RxPackets,
 			"injected_drops", st.RxInjectedDrops, "kernel_drops", st.RxKernelDrops)
 	}

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/metaroce/metaroce/engine"
 	"github.com/metaroce/metaroce/profile"
 )
 
@@ -191,4 +195,32 @@ func (p *progress) tick(test string, r runner) {
 		return
 	}
 	fmt.Fprintf(p.w, "  %s %d B: %.0fs, %d messages, %.2f Gb/s\n", test, res.Size, now.Sub(p.start).Seconds(), res.Iters, res.BWAvg*8/1e9)
+}
+
+// logLoop logs where the backend's loop spent its time and how often it
+// called into its driver, for backends that measure it (dpdk): the split
+// of a shard's time (rx, core, tx, app, idle) and the driver calls per
+// packet (sent and received), which together say whether the loop was
+// busy, waiting or paying for its polling. The process's cgo calls per
+// packet (runtime.NumCgoCall, setup and telemetry included) is the same
+// figure counted from outside the loop.
+func logLoop(log *zap.Logger, st engine.Stats) {
+	if !st.Loop.Measured {
+		return
+	}
+	l := st.Loop
+	total := (l.Rx + l.Core + l.Tx + l.App + l.Idle).Seconds()
+	if total <= 0 {
+		return
+	}
+	pct := func(d time.Duration) string { return fmt.Sprintf("%.1f%%", 100*d.Seconds()/total) }
+	pkts := st.TxPackets + st.RxPackets
+	perPkt := 0.0
+	if pkts > 0 {
+		perPkt = float64(st.DriverCalls) / float64(pkts)
+	}
+	log.Sugar().Infow("backend loop", "seconds", fmt.Sprintf("%.3f", total),
+		"rx", pct(l.Rx), "core", pct(l.Core), "tx", pct(l.Tx), "app", pct(l.App), "idle", pct(l.Idle),
+		"packets", pkts, "driver_calls", st.DriverCalls, "driver_calls_per_packet", fmt.Sprintf("%.3f", perPkt),
+		"rx_polls", st.RxPolls, "process_cgo_calls_per_packet", fmt.Sprintf("%.3f", float64(runtime.NumCgoCall())/float64(max(pkts, 1))))
 }

@@ -74,6 +74,7 @@ func (s *Shard) endApp(err error) {
 // stops (false), running Do's commands meanwhile. Nothing in the data path
 // runs while parked: the transport belongs to RunApp's caller.
 func (s *Shard) park() bool {
+	s.flushAll() // what the app's last iterations built
 	s.publish()
 	for s.app == nil {
 		if s.stop.Load() {
@@ -124,5 +125,6 @@ func (c *Counters) engineStats() engine.Stats {
 		RxPackets: c.RxFrames, RxBytes: c.RxBytes, RxCE: c.RxCE,
 		RxInjectedDrops: imp, RxUnknownPeer: unk, RxOtherDrops: c.Dropped() - imp - unk,
 		Loop: engine.LoopTime{Measured: true, Rx: c.Time[PhaseRx], Core: c.Time[PhaseCore], Tx: c.Time[PhaseTx],
-			App: c.Time[PhaseApp], Idle: c.Time[PhaseIdle]}}
+			App: c.Time[PhaseApp], Idle: c.Time[PhaseIdle]},
+		DriverCalls: c.DriverCalls, RxPolls: c.RxPolls}
 }

@@ -62,6 +62,18 @@ func (b *Backend) Run(ctx context.Context, app engine.App) error {
 	return b.sh.RunApp(ctx, app)
 }
 
+// Kick tells the shard that the application has work from outside the
+// data path for its next step (Shard.Kick): an application whose step
+// takes requests other threads queue (the verbs library, say) calls it
+// after queueing one, so that an idle shard runs the step at once rather
+// than at the end of its wait (idle_poll). Safe from any goroutine; does
+// nothing before Attach.
+func (b *Backend) Kick() {
+	if sh := b.sh; sh != nil {
+		sh.Kick()
+	}
+}
+
 // Now is the shard's clock (0 before Attach).
 func (b *Backend) Now() verbs.Time {
 	if b.sh == nil {

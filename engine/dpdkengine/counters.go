@@ -23,6 +23,15 @@ type Counters struct {
 	ARPLearned      uint64
 	Loops           uint64 // loop iterations
 	IdleSleeps      uint64 // times the loop slept for lack of work
+	// DriverCalls: cgo calls into DPDK on the data path (one driver call
+	// per port per iteration that transmits, frees and receives; mbuf
+	// allocations and frees outside it; ring bursts with an lcore loop).
+	DriverCalls uint64
+	RxPolls     uint64 // receive polls, those made while waiting in a driver call included
+	IdleWaits   uint64 // driver calls that waited for a frame (Config.IdlePoll)
+	// Commands: functions other goroutines handed to the shard (Do; a
+	// RunApp hands in one, to install its app, however long it runs).
+	Commands uint64
 	// Time is the loop's wall time by phase (rx, core, tx, app, idle;
 	// timesplit.go): it sums to the time the loop has run, up to the
 	// iteration in progress.

@@ -359,6 +359,25 @@ type ringIO struct {
 func (r *ringIO) rx(i int, out []*dpdk.Mbuf) int  { return r.loops[i].RxRing(r.k).Dequeue(out) }
 func (r *ringIO) tx(i int, pkts []*dpdk.Mbuf) int { return r.loops[i].TxRing(r.k).Enqueue(pkts) }
 
+// io is the rings' driver work: separate ring bursts and a free (the C
+// lcore loop polls the port; the shard does not wait here).
+func (r *ringIO) io(i int, tx, frees, rx []*dpdk.Mbuf, _ uint64, _ *dpdk.Word) (dpdk.IOResult, int) {
+	var res dpdk.IOResult
+	calls := 1
+	if len(tx) > 0 {
+		res.Sent = r.tx(i, tx)
+		calls++
+	}
+	if len(frees) > 0 {
+		dpdk.FreeBulk(frees)
+		calls++
+	}
+	res.Got, res.Polls = r.rx(i, rx), 1
+	return res, calls
+}
+
+func (r *ringIO) canWait() bool { return false }
+
 // RunSharded starts one C lcore loop per port, on lcores[i] for port i
 // (EAL worker lcores), owning queue 0 of that port, and one shard per
 // transport. Shard k listens on UDP port UDPPort+k and sends to the same

@@ -24,6 +24,14 @@ type shardIO interface {
 	// tx hands frames to port i and returns how many were taken; the
 	// shard keeps pkts[n:].
 	tx(i int, pkts []*dpdk.Mbuf) int
+	// io is one iteration's driver work on port i: transmit tx (the
+	// shard keeps tx[Sent:]), free frees (the shard's, whatever their
+	// port), receive into rx; with spin > 0 (TSC cycles) it may wait
+	// for a frame or wake (dpdk.PortID.IO). calls is the number of cgo
+	// calls it made.
+	io(i int, tx, frees, rx []*dpdk.Mbuf, spin uint64, wake *dpdk.Word) (r dpdk.IOResult, calls int)
+	// canWait reports whether io's spin is honoured (else it polls once).
+	canWait() bool
 }
 
 // directIO: the shard owns queue q of every port (rx from every queue of
@@ -44,6 +52,13 @@ func (d *directIO) rx(i int, out []*dpdk.Mbuf) int {
 }
 
 func (d *directIO) tx(i int, pkts []*dpdk.Mbuf) int { return d.ports[i].id.TxBurst(d.q, pkts) }
+
+func (d *directIO) io(i int, tx, frees, rx []*dpdk.Mbuf, spin uint64, wake *dpdk.Word) (dpdk.IOResult, int) {
+	p := d.ports[i]
+	return p.id.IO(d.q, tx, frees, uint16(p.queues), rx, spin, wake), 1
+}
+
+func (d *directIO) canWait() bool { return true }
 
 // Shard runs one transport core over the engine's ports on its own
 // goroutine, locked to an OS thread registered with the EAL. Everything
@@ -75,6 +90,17 @@ type Shard struct {
 	cmds    []cmd
 	cmdFlag atomic.Bool
 	wake    chan struct{}
+	// kick (C memory) is set by Do and Kick and cleared just before the
+	// commands and the application's step run: an idle shard waiting
+	// for frames inside its driver call (dpdk.PortID.IO) stops waiting
+	// when it is set.
+	kick *dpdk.Word
+
+	// rxDone holds the frames received and consumed in this iteration;
+	// the next iteration's driver call frees them (C memory, capacity a
+	// burst per port). tscNs converts the driver call's TSC cycles to ns.
+	rxDone []*dpdk.Mbuf
+	tscNs  float64
 
 	// The application's loop (app.go): app is stepped once per
 	// iteration while a RunApp is in progress (shard goroutine only);
@@ -127,8 +153,9 @@ func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, err
 	s := &Shard{e: e, tr: tr, io: io, ports: e.ports, neigh: neigh, imp: newImpairer(cfg.Impair),
 		burst: cfg.Burst, maxLen: tr.MaxPacketLen(),
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
-		spare: dpdk.NewMbufArray(cfg.Burst)[:0],
-		wake:  make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index,
+		spare: dpdk.NewMbufArray(cfg.Burst)[:0], rxDone: dpdk.NewMbufArray(cfg.Burst * len(e.ports))[:0],
+		kick: dpdk.NewWord(), tscNs: 1e9 / float64(max(dpdk.TSCHz(), 1)),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), epoch: time.Now(), index: index,
 		appDone: make(chan error, 1),
 		rxq:     make([]rxItem, 0, cfg.Burst), built: make([]*dpdk.Mbuf, 0, cfg.Burst), metas: make([]verbs.TxMeta, 0, cfg.Burst)}
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
@@ -161,6 +188,7 @@ func (s *Shard) Do(fn func(now verbs.Time)) error {
 	}
 	s.cmds = append(s.cmds, c)
 	s.cmdFlag.Store(true)
+	s.kick.Set()
 	s.cmdMu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -177,6 +205,20 @@ func (s *Shard) Do(fn func(now verbs.Time)) error {
 		default:
 			return ErrStopped
 		}
+	}
+}
+
+// Kick tells the shard, from any goroutine, that its application has
+// work that came from outside the data path (a request another thread
+// queued for the step to pick up): an idle shard waiting for frames in
+// its driver call stops waiting and runs the step at once, instead of
+// within idle_poll (Config.IdlePoll). It never blocks; a napping shard
+// sees it at the end of its nap (at most max_idle_sleep).
+func (s *Shard) Kick() {
+	s.kick.Set()
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -210,6 +252,7 @@ func (s *Shard) runCmds(now verbs.Time) {
 	s.cmdFlag.Store(false)
 	s.cmdMu.Unlock()
 	for _, c := range cmds {
+		s.c.Commands++ // before fn: a Counters command counts itself
 		c.fn(now)
 		close(c.done)
 	}
@@ -239,6 +282,7 @@ func (s *Shard) run(started chan<- error) {
 	started <- nil
 	defer close(s.done)
 	defer s.drain()
+	defer s.flushAll() // what the last iteration built
 	defer s.publish()
 
 	var idleSince, lastYield verbs.Time
@@ -264,8 +308,16 @@ func (s *Shard) run(started chan<- error) {
 		// bursts, after the core's share of each, after the application,
 		// after the core produced, and at the end.
 		now := s.startIteration()
-		work, now := s.poll(now)
+		var spin verbs.Time
+		if idle && !s.kick.IsSet() {
+			// Nothing happened last iteration: the driver call may wait
+			// for a frame, until the next timer or the end of the
+			// spinning phase at the latest.
+			spin = min(verbs.Time(s.e.cfg.IdlePoll), verbs.Time(s.e.cfg.IdleSpin)-(now-idleSince), s.tr.NextDeadline()-now)
+		}
+		work, now := s.poll(now, spin)
 		if s.cmdFlag.Load() || s.app != nil {
+			s.kick.Clear() // before the step: a later Kick is seen next time
 			if s.cmdFlag.Load() {
 				s.runCmds(now)
 				work++
@@ -369,6 +421,8 @@ func (s *Shard) drain() {
 	}
 	dpdk.FreeBulk(s.spare)
 	s.spare = s.spare[:0]
+	dpdk.FreeBulk(s.rxDone)
+	s.rxDone = s.rxDone[:0]
 	if s.imp != nil {
 		for _, h := range s.imp.held {
 			dpdk.FreeBulk([]*dpdk.Mbuf{h.m})
@@ -378,38 +432,71 @@ func (s *Shard) drain() {
 		}
 		s.imp.held, s.imp.prev = s.imp.held[:0], s.imp.prev[:0]
 	}
-	for _, a := range append(s.pend, s.rxb, s.frees, s.spare) {
+	for _, a := range append(s.pend, s.rxb, s.frees, s.spare, s.rxDone) {
 		dpdk.FreeMbufArray(a)
 	}
-	s.pend, s.rxb, s.frees, s.spare = nil, nil, nil, nil
+	s.pend, s.rxb, s.frees, s.spare, s.rxDone = nil, nil, nil, nil, nil
+	// s.kick stays: Do and Kick may still set it from other goroutines.
 }
 
-// poll receives one burst from every port and hands each packet to the
-// transport; it returns the frames received and the time after it. Each
-// burst goes in two halves with a clock read after each: parse every
-// frame (rx), then hand the payloads to the core (core).
-func (s *Shard) poll(now verbs.Time) (int, verbs.Time) {
+// poll makes the iteration's driver call on every port (dpdk.PortID.IO:
+// the frames the previous iteration built go out, the ones it consumed are
+// freed, a burst comes in) and hands each packet received to the
+// transport; it returns the frames sent and received and the time after
+// it. With
+// spin > 0 and a single port the call may wait that long for a frame.
+// Each burst goes in two halves with a clock read after each: parse every
+// frame (rx), then hand the payloads to the core (core). The driver call's
+// transmit part is billed to tx and its wait to idle, from the TSC cycles
+// it measured.
+func (s *Shard) poll(now verbs.Time, spin verbs.Time) (int, verbs.Time) {
 	total := 0
+	var cycles uint64
+	if spin > 0 && len(s.ports) == 1 && s.io.canWait() {
+		cycles = uint64(float64(spin) / s.tscNs)
+	}
+	lapped := true // nothing since the last clock read
 	for i := range s.ports {
-		n := s.io.rx(i, s.rxb)
+		frees := s.rxDone[:0]
+		if i == 0 {
+			frees = s.rxDone
+		}
+		r, calls := s.io.io(i, s.pend[i], frees, s.rxb, cycles, s.kick)
+		s.c.DriverCalls += uint64(calls)
+		s.c.RxPolls += uint64(r.Polls)
+		if r.Spin > 0 {
+			s.c.IdleWaits++
+		}
+		if i == 0 {
+			s.rxDone = s.rxDone[:0]
+		}
+		s.sent(i, r.Sent)
+		total += r.Sent // sending what the last iteration built is work too
+		// Move the transmit burst's and the wait's time out of this lap.
+		tx := verbs.Time(float64(r.TxTSC) * s.tscNs)
+		wait := verbs.Time(float64(r.Spin) * s.tscNs)
+		s.sw.cur[PhaseRx] -= tx + wait
+		s.sw.cur[PhaseTx] += tx
+		s.c.Time[PhaseIdle] += time.Duration(wait)
+		lapped = false
+		n := r.Got
 		if n == 0 {
 			continue
 		}
 		total += n
 		s.c.RxFrames += uint64(n)
-		s.frees = s.frees[:0]
 		for _, m := range s.rxb[:n] {
 			s.c.RxBytes += uint64(m.Len())
 			if !s.handle(now, i, m) {
-				s.frees = append(s.frees, m)
+				s.rxDone = append(s.rxDone, m)
 			}
 		}
 		if len(s.rxq) > 0 {
 			now = s.lap(PhaseRx)
 			s.receiveQueued(now)
 			now = s.lap(PhaseCore)
+			lapped = true
 		}
-		dpdk.FreeBulk(s.frees)
 	}
 	if s.imp != nil {
 		// Deliver what was held back in the previous round: it now
@@ -421,15 +508,27 @@ func (s *Shard) poll(now verbs.Time) (int, verbs.Time) {
 			s.frees = append(s.frees, h.m)
 			if len(s.frees) == cap(s.frees) {
 				s.receiveQueued(now)
-				dpdk.FreeBulk(s.frees)
+				s.freeBulk(s.frees)
 				s.frees = s.frees[:0]
 			}
 		}
 		s.receiveQueued(now)
-		dpdk.FreeBulk(s.frees)
+		s.freeBulk(s.frees)
 		im.prev, im.held = im.held, im.prev[:0]
+		lapped = false
+	}
+	if lapped {
+		return total, now
 	}
 	return total, s.lap(PhaseRx)
+}
+
+// freeBulk frees mbufs outside the driver call (counted).
+func (s *Shard) freeBulk(ms []*dpdk.Mbuf) {
+	if len(ms) > 0 {
+		dpdk.FreeBulk(ms)
+		s.c.DriverCalls++
+	}
 }
 
 // receiveQueued hands the queued payloads to the core, in arrival order.
@@ -553,7 +652,8 @@ func (s *Shard) onARP(now verbs.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
 // bursts are split by one clock read.
 func (s *Shard) transmit(now verbs.Time, timers bool) int {
 	for i := range s.pend {
-		s.flush(i)
+		// The iteration's driver call (poll) has just tried to send
+		// what was pending.
 		if len(s.pend[i]) > cap(s.pend[i])-2*s.burst {
 			s.c.TxBlocked++
 			return 0 // the queue is full: produce nothing until it drains
@@ -563,6 +663,7 @@ func (s *Shard) transmit(now verbs.Time, timers bool) int {
 	for len(s.built) < s.burst {
 		if len(s.spare) == 0 {
 			s.spare = s.spare[:s.burst]
+			s.c.DriverCalls++
 			if err := s.e.pool.AllocBulk(s.spare); err != nil {
 				s.spare = s.spare[:0]
 				s.c.TxNoMbuf++
@@ -619,13 +720,11 @@ func (s *Shard) transmit(now verbs.Time, timers bool) int {
 		}
 		s.pend[i] = append(s.pend[i], m)
 	}
-	if len(s.frees) > 0 {
-		dpdk.FreeBulk(s.frees)
-	}
+	s.freeBulk(s.frees)
 	s.built = s.built[:0]
-	for i := range s.pend {
-		s.flush(i)
-	}
+	// What was built goes out at the start of the next iteration, in its
+	// driver call (poll), which comes at once: an iteration that made
+	// packets did work, so the loop neither waits nor sleeps before it.
 	return made
 }
 
@@ -642,6 +741,7 @@ func (s *Shard) askARP(now verbs.Time, i int, h verbs.PeerHandle, ip IPv4) {
 	}
 	if len(s.spare) == 0 {
 		s.spare = s.spare[:s.burst]
+		s.c.DriverCalls++
 		if err := s.e.pool.AllocBulk(s.spare); err != nil {
 			s.spare = s.spare[:0]
 			s.c.TxNoMbuf++
@@ -684,18 +784,32 @@ func (s *Shard) resolveNeighbours(now verbs.Time) {
 }
 
 func (s *Shard) flush(i int) {
-	p := s.pend[i]
-	if len(p) == 0 {
+	if len(s.pend[i]) == 0 {
 		return
 	}
-	// Count bytes before the burst: sent mbufs belong to the driver after.
-	var bytes uint64
-	for _, m := range p {
-		bytes += uint64(m.Len())
+	s.c.DriverCalls++
+	s.sent(i, s.io.tx(i, s.pend[i]))
+}
+
+// flushAll sends what every port has pending (before parking or
+// stopping: the driver call that would have sent it does not come).
+func (s *Shard) flushAll() {
+	for i := range s.pend {
+		s.flush(i)
 	}
-	n := s.io.tx(i, p)
-	for _, m := range p[n:] {
-		bytes -= uint64(m.Len())
+}
+
+// sent accounts for the first n frames of port i's pending ones, taken by
+// the driver, and keeps the rest.
+func (s *Shard) sent(i, n int) {
+	p := s.pend[i]
+	if n == 0 {
+		return
+	}
+	// Count bytes before dropping them: sent mbufs belong to the driver.
+	var bytes uint64
+	for _, m := range p[:n] {
+		bytes += uint64(m.Len())
 	}
 	s.c.TxBytes += bytes
 	s.c.TxFrames += uint64(n)

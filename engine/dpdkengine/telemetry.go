@@ -48,6 +48,11 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"arp_requests_sent", c.ARPRequestsSent)
 		add(p+"arp_replies_sent", c.ARPRepliesSent)
 		add(p+"idle_sleeps", c.IdleSleeps)
+		add(p+"loops", c.Loops)
+		add(p+"driver_calls", c.DriverCalls)
+		add(p+"rx_polls", c.RxPolls)
+		add(p+"idle_waits", c.IdleWaits)
+		add(p+"commands", c.Commands)
 		for ph, d := range c.Time {
 			add(p+"time_"+Phase(ph).String()+"_ns", uint64(d))
 		}

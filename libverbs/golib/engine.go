@@ -213,7 +213,17 @@ func (g *eng) do(f func(now verbs.Time) error) error {
 	g.mu.Lock()
 	g.cmds = append(g.cmds, func(now verbs.Time) { done <- f(now) })
 	g.mu.Unlock()
+	g.kick()
 	return <-done
+}
+
+// kick tells a backend that waits while idle (dpdk: inside its driver
+// call, up to idle_poll) that the step has queued work, so that it runs
+// the step now; backends without a Kick wake on their own.
+func (g *eng) kick() {
+	if k, ok := g.be.(interface{ Kick() }); ok {
+		k.Kick()
+	}
 }
 
 func (g *eng) handle() uint32 {

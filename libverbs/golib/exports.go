@@ -293,6 +293,7 @@ func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int, post
 		return C.EOPNOTSUPP
 	}
 	ws := unsafe.Slice(wr, int(n))
+	defer g.kick() // after the unlock (deferred first, runs last)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]
@@ -317,6 +318,7 @@ func MetaroceVerbsPostRecv(h C.uint32_t, wr *C.struct_mrg_recv_wr, n C.int, post
 		return C.EOPNOTSUPP
 	}
 	ws := unsafe.Slice(wr, int(n))
+	defer g.kick() // after the unlock (deferred first, runs last)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]

@@ -25,6 +25,7 @@ func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int) C
 	if n <= 0 {
 		return 0
 	}
+	defer g.kick() // after the unlock (deferred first, runs last)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]
