@@ -93,8 +93,9 @@ struct mrv_cq;
 /* The C side's completion sink, passed to MetaroceVerbsOpen (the C
  * library exports nothing beyond rdma-core's ABI, so the Go side gets it
  * as a pointer): copies n entries into cq's ring and raises its channel
- * event if the CQ was armed (cq.c). Returns how many fitted; called on the
- * engine goroutine. */
+ * event if the CQ was armed (cq.c). Returns how many fitted; called by
+ * the thread that runs the transport's step (one at a time). The event is raised when the Go side calls it with
+ * n == 0 (wc NULL), once a step has pushed into every CQ. */
 typedef int (*mrg_push_fn)(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 
 /* The C side's asynchronous-event sink, passed to MetaroceVerbsAsyncInit:
@@ -141,7 +142,8 @@ enum {
 	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted)) \
 	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n))          \
 	X(int, MetaroceVerbsAsyncInit, (mrg_async_fn fn))                                              \
-	X(int, MetaroceVerbsDataInOrder, (int op, uint32_t *caps))
+	X(int, MetaroceVerbsDataInOrder, (int op, uint32_t *caps))                                         \
+	X(int, MetaroceVerbsProgress, (int64_t drive_ns))
 
 #define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
 MRG_API(MRG_DECLARE)

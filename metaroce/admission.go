@@ -138,10 +138,16 @@ func (e *Endpoint) admit(peer verbs.PeerHandle) bool {
 	return true
 }
 
-// refuse answers a CONNECT the endpoint will not take.
-func (e *Endpoint) refuse(now verbs.Time, peer verbs.PeerHandle, src ConnID) {
+// refuse answers a CONNECT the endpoint will not take, with a RESET that
+// proves it saw the CONNECT: tagged with the token the CONNECT carried.
+func (e *Endpoint) refuse(now verbs.Time, peer verbs.PeerHandle, src ConnID, tok *Token) {
 	e.c.ConnectsRefused++
-	e.resetTo(now, peer, src, 0)
+	if !e.resets.take(now, e.cfg.ResetRate, e.cfg.ResetBurst) {
+		e.c.ResetsLimited++
+		return
+	}
+	e.replyProving(reply{peer: peer, op: OpReset, dst: src, tok: *tok, hasTok: true})
+	e.c.ResetsSent++
 }
 
 // resetTo queues a RESET, within the rate limit. A RESET is the bare
@@ -157,15 +163,27 @@ func (e *Endpoint) resetTo(now verbs.Time, peer verbs.PeerHandle, dst, src ConnI
 	e.c.ResetsSent++
 }
 
-// prove marks an inbound connection as shown to be there: its first
-// packet named the id our ACCEPT carried, from the address we sent it to.
-// Only now does it join restart detection (so a CONNECT alone, spoofed or
-// not, fails nothing) and get its paths.
+// prove marks an inbound connection as shown to be there: a packet of
+// its peer showed the token our ACCEPT carried to the address (a tag, or
+// a PSN in a first window: token.go). Only now does it get its paths and
+// leave the anti-amplification budget.
 func (c *Conn) prove() {
 	if !c.halfOpen.in {
 		return
 	}
 	c.ep.halfOpen.remove(c)
-	c.ep.peerSeen(c)
 	c.materialize()
+}
+
+// provenByTag runs restart detection for an inbound connection at its
+// first tagged packet (the initiator sends one right after our ACCEPT):
+// the 64-bit proof of our token, where a PSN in a first window is only
+// 24 bits, is what it takes to fail the node's other connections at that
+// address (so a CONNECT alone, spoofed or not, fails nothing).
+func (c *Conn) provenByTag() {
+	if c.outbound || c.restartChecked {
+		return
+	}
+	c.restartChecked = true
+	c.ep.peerSeen(c)
 }

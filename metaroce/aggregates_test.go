@@ -178,6 +178,12 @@ func (c *Conn) walkDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	if c.qpCheckAt != 0 {
 		at(c.qpCheckAt) // the QPs' no-ACK bound (qptimers.go)
 	}
+	if c.proveAt != 0 {
+		at(c.proveAt)
+	}
+	if ready && c.halfOpen.in && !c.amp.allows(c.ampBound()) {
+		ready = false // the anti-amplification budget (amplification.go)
+	}
 	return d, ready
 }
 

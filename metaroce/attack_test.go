@@ -308,9 +308,71 @@ func TestBlindResetFromPeerAddressFails(t *testing.T) {
 	require.NoError(t, f.p.RunUntil(done, f.p.Now+1e9))
 	require.Equal(t, src, dst)
 
-	// The control: knowing both ids (what an on-path observer sees), the
-	// same RESET ends the connection.
-	b.Receive(f.p.Now, forge(mr.Header{Opcode: mr.OpReset, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID(),
-		Incarnation: f.p.EP[0].Config().Incarnation}, nil), verbs.RxMeta{Peer: 0})
-	require.False(t, f.cb.Established(), "a RESET with the right ids from the peer's address must end the connection")
+	// Knowing both ids (what an observer of any packet but the handshake
+	// sees), a RESET and a CLOSE still do nothing: they must prove B's
+	// token (64 bits of tag), and are counted.
+	bad := f.cb.Counters().BadTags
+	for _, op := range []mr.Opcode{mr.OpReset, mr.OpClose} {
+		b.Receive(f.p.Now, forge(mr.Header{Opcode: op, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID(),
+			Incarnation: f.p.EP[0].Config().Incarnation}, nil), verbs.RxMeta{Peer: 0})
+	}
+	require.True(t, f.cb.Established(), "a RESET or CLOSE without the token ended the connection: %v", f.cb.FailReason())
+	require.Equal(t, bad+2, f.cb.Counters().BadTags)
+
+	// The control: with the proof (what the peer has), the same RESET ends
+	// the connection.
+	pkt := forge(mr.Header{Opcode: mr.OpReset, DstConn: f.cb.LocalID(), SrcConn: f.ca.LocalID(),
+		Incarnation: f.p.EP[0].Config().Incarnation}, nil)
+	mr.ProveTo(f.cb, pkt, mr.HeaderLen)
+	mr.SealCRC(pkt, mr.HeaderLen)
+	b.Receive(f.p.Now, pkt, verbs.RxMeta{Peer: 0})
+	require.False(t, f.cb.Established(), "a RESET with the right ids and token from the peer's address must end the connection")
+}
+
+// TestRestartNeedsProof: a CONNECT in A's name with a new incarnation,
+// from A's own address, then packets on the connection it opened, by an
+// attacker who knows B's new connection id (the ACCEPT went to A): an
+// untagged KEEPALIVE and NOPs at guessed PSNs fail none of A's
+// connections. Only the proof of B's new token, which went to A's address
+// alone (64 bits to guess), makes it a restart: the control.
+func TestRestartNeedsProof(t *testing.T) {
+	f := newFixture(t, mr.Config{}, memlink.Config{Seed: 45})
+	b := f.p.EP[1]
+	// A's proof of B's token is in (it fails whatever half-open connection
+	// of another incarnation of A's is there: a forged one).
+	t0 := f.p.Now
+	require.NoError(t, f.p.RunUntil(func() bool { return f.p.Now > t0+100_000 && f.p.Link.InFlight() == 0 }, f.p.Now+1e9))
+	const inc = mr.Incarnation(0x5151)
+	b.Receive(f.p.Now, forgeConnect(f.cb.PeerNode(), inc, 0x4242, 4), verbs.RxMeta{Peer: 0})
+	forged, ok := b.Accept()
+	require.True(t, ok, "the forged CONNECT was accepted (half-open)")
+	hdr := mr.Header{DstConn: forged.LocalID(), SrcConn: 0x4242, Incarnation: inc}
+	h := hdr
+	h.Opcode = mr.OpKeepalive
+	b.Receive(f.p.Now, forge(h, nil), verbs.RxMeta{Peer: 0})
+	guess := verbs.NewSeededRandom(45)
+	for i := 0; i < 1000; i++ {
+		h := hdr
+		h.Opcode, h.Flags, h.Path, h.PSN = mr.OpNop, mr.FlagAckReq, verbs.PathID(i%4), mr.PSN(guess.Uint64())
+		b.Receive(f.p.Now, forge(h, nil), verbs.RxMeta{Peer: 0})
+	}
+	require.NoError(t, f.p.RunUntil(func() bool { return f.p.Link.InFlight() == 0 }, f.p.Now+1e9))
+	require.Zero(t, b.Counters().PeerRestarts)
+	require.True(t, f.cb.Established(), "B's connection to A: %v", f.cb.FailReason())
+	require.Equal(t, uint64(1), forged.Counters().BadTags)
+	require.Equal(t, uint64(1000), forged.Counters().OutOfWindow)
+	done, src, dst := f.transfer(t, 64<<10)
+	require.NoError(t, f.p.RunUntil(done, f.p.Now+1e9))
+	require.Equal(t, src, dst)
+
+	// The control: the same KEEPALIVE with the proof is a restart.
+	h = hdr
+	h.Opcode = mr.OpKeepalive
+	pkt := forge(h, nil)
+	mr.ProveTo(forged, pkt, mr.HeaderLen)
+	mr.SealCRC(pkt, mr.HeaderLen)
+	b.Receive(f.p.Now, pkt, verbs.RxMeta{Peer: 0})
+	require.Equal(t, uint64(1), b.Counters().PeerRestarts)
+	require.False(t, f.cb.Established())
+	require.Equal(t, verbs.FailPeerRestart, f.cb.FailReason())
 }

@@ -64,10 +64,14 @@ type Conn struct {
 	peer     verbs.PeerHandle
 	peerNode NodeID
 	peerInc  Incarnation
-	state    connState
-	outbound bool
-	failure  verbs.Status     // the status its work requests failed with
-	reason   verbs.FailReason // why the connection failed (set once, by fail)
+	// tokLocal is our secret of the connection, tokRemote the peer's
+	// (token.go): packets we receive prove the first, packets we send the
+	// second.
+	tokLocal, tokRemote Token
+	state               connState
+	outbound            bool
+	failure             verbs.Status     // the status its work requests failed with
+	reason              verbs.FailReason // why the connection failed (set once, by fail)
 
 	paths, mtu, streams, planes int
 
@@ -118,7 +122,10 @@ type Conn struct {
 	// (admission.go, peers.go).
 	halfOpen, acceptQ connLink
 	inboundIndexed    bool
-	groupPos          int // 1 + index in its peerGroup; 0: not in one
+	groupPos          int        // 1 + index in its peerGroup; 0: not in one
+	amp               ampBudget  // while half-open (amplification.go)
+	restartChecked    bool       // an inbound connection's restart detection ran (provenByTag)
+	proveAt           verbs.Time // an initiator's proof ACK is due (0: none; amplification.go)
 
 	sec *connSec // the sealed modes' hello and keys (seal.go); nil in mode none
 
@@ -302,8 +309,8 @@ func (c *Conn) materialize() {
 	c.tx = make([]txPath, c.paths)
 	c.rx = make([]rxPath, c.paths)
 	for i := range c.tx {
-		c.tx[i] = newTxPath(verbs.PathID(i), c.pathEntropy(i), verbs.PlaneID(i%c.planes), cfg.PathWindow, isnKey(c.local, c.remote, i))
-		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c, isn: isnKey(c.remote, c.local, i)}
+		c.tx[i] = newTxPath(verbs.PathID(i), c.pathEntropy(i), verbs.PlaneID(i%c.planes), cfg.PathWindow, isnKey(&c.tokLocal, &c.tokRemote, i))
+		c.rx[i] = rxPath{ackDue: verbs.Never, c: &c.tx[i].c, isn: isnKey(&c.tokRemote, &c.tokLocal, i)}
 		c.rx[i].restart(0)
 	}
 	c.agg.resetPaths(c.paths)
@@ -539,6 +546,12 @@ func (c *Conn) computeDeadline(now verbs.Time) (d verbs.Time, ready bool) {
 	if c.qpCheckAt != 0 {
 		at(c.qpCheckAt) // a QP's no-ACK limit (qptimers.go)
 	}
+	if c.proveAt != 0 {
+		at(c.proveAt) // an initiator's proof (amplification.go)
+	}
+	if ready && c.halfOpen.in && !c.amp.allows(c.ampBound()) {
+		ready = false // until the peer sends more or proves itself (amplification.go)
+	}
 	if checkDeadline != nil {
 		checkDeadline(c, now, d, ready)
 	}
@@ -580,9 +593,15 @@ func (c *Conn) onTimer(now verbs.Time) {
 	if c.qpCheckAt != 0 && now >= c.qpCheckAt {
 		c.checkNoAck(now)
 	}
+	c.proveIfSilent(now)
 	if now.Sub(c.lastRx) >= cfg.KeepaliveInterval && now.Sub(c.lastKeepalive) >= cfg.KeepaliveInterval {
 		c.lastKeepalive = now
-		c.queueCtrl(ctrlPkt{op: OpKeepalive})
+		// A half-open connection waits for its peer's first packet: a
+		// keepalive to an address not known to be the peer's is only
+		// traffic for whoever is there (amplification.go).
+		if !c.halfOpen.in {
+			c.queueCtrl(ctrlPkt{op: OpKeepalive})
+		}
 	}
 	for i := range c.tx {
 		p := &c.tx[i]

@@ -16,27 +16,34 @@ const (
 )
 
 // receive handles a packet whose CRC and header checked out and whose
-// dst_conn named c. body is everything after the header, without the CRC.
-func (c *Conn) receive(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) {
+// dst_conn named c. raw is the packet without the CRC, body what follows
+// the header.
+func (c *Conn) receive(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxMeta) {
 	if h.Opcode == OpReset {
 		// A RESET names, as its source, the connection id it did not know:
-		// our peer's id (or 0 for a refused CONNECT). Anything else is not
-		// about this connection.
+		// our peer's id (or 0 for a refused CONNECT), and proves our token
+		// (token.go). Anything else is not about this connection; a RESET
+		// from an end that lost the connection cannot prove it, and the
+		// peer-dead timeout or the peer's new handshake (restart
+		// detection) ends the connection instead.
 		want, why := c.remote, verbs.FailReset
 		if c.state == connConnecting {
 			want, why = 0, verbs.FailRefused
 		}
-		if rx.Peer == c.peer && h.SrcConn == want && c.state < connClosed {
-			c.fail(verbs.StatusRetryExceeded, why)
-		} else {
+		switch {
+		case rx.Peer != c.peer || h.SrcConn != want || c.state >= connClosed:
 			c.c.StalePackets++
+		case !c.proofOK(raw):
+			c.c.BadTags++
+		default:
+			c.fail(verbs.StatusRetryExceeded, why)
 		}
 		return
 	}
 	switch c.state {
 	case connConnecting:
 		if h.Opcode == OpAccept {
-			c.onAccept(now, h, body)
+			c.onAccept(now, h, raw, body)
 		}
 		return
 	case connEstablished, connClosing:
@@ -49,9 +56,63 @@ func (c *Conn) receive(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) 
 		c.c.StalePackets++
 		return
 	}
+	if h.Opcode.tagged() {
+		if !c.proofOK(raw) {
+			c.c.BadTags++ // not from the peer: it does not count as anything
+			return
+		}
+		c.heard(now)
+		c.provenByTag()
+	} else if c.halfOpen.in && c.rx == nil {
+		// A sequenced packet before anything else, and no path state to
+		// check it against (admission.go): it must lie in the window of
+		// a path's first PSNs, which only the holder of our token can
+		// compute (token.go); then the peer is there. (With path state,
+		// made by local work, onSequenced checks it and proves.)
+		if !c.inFirstWindow(h) {
+			c.c.OutOfWindow++
+			return
+		}
+		c.prove()
+	}
+	c.c.RxPackets++
+	c.c.RxBytes += uint64(HeaderLen + len(body) + CRCLen)
+	if c.state == connClosing {
+		if h.Opcode == OpCloseAck || h.Opcode == OpClose {
+			if h.Opcode == OpClose {
+				c.ep.replyProving(reply{peer: c.peer, op: OpCloseAck, dst: c.remote, src: c.local, tok: c.tokRemote, hasTok: true})
+			}
+			c.finish(connClosed)
+		}
+		return
+	}
+	switch h.Opcode {
+	case OpAck:
+		c.onAck(now, body)
+	case OpNak:
+		c.onNak(now, body)
+	case OpKeepalive:
+		c.queueCtrl(ctrlPkt{op: OpAck})
+	case OpClose:
+		c.ep.replyProving(reply{peer: c.peer, op: OpCloseAck, dst: c.remote, src: c.local, tok: c.tokRemote, hasTok: true})
+		c.abort(verbs.StatusFlushed, verbs.StatusFlushed)
+		c.finish(connClosed)
+	case OpAccept, OpCloseAck:
+		// A duplicate ACCEPT, or a CLOSE_ACK we did not ask for.
+	default:
+		if h.Opcode.Sequenced() {
+			c.onSequenced(now, h, body, rx)
+		}
+	}
+}
+
+// heard records that a packet that passed every check came from the
+// peer: the first one on an accepted connection proves the peer is there
+// (admission.go), and each one refreshes the peer-liveness timer (§7.3).
+// Packets that fail a check (a tag, a sequence window, a generation) do
+// neither, so a forger cannot keep a dead peer looking alive.
+func (c *Conn) heard(now verbs.Time) {
 	if c.halfOpen.in {
-		// The first packet after our ACCEPT: the peer has it, so it is
-		// there (admission.go).
 		c.prove()
 	}
 	c.lastRx = now
@@ -68,42 +129,19 @@ func (c *Conn) receive(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) 
 		c.rtt.bound = min(now.Sub(c.connectSentAt), c.ep.cfg.InitialRTO)
 		c.connectSentAt = 0
 	}
-	c.c.RxPackets++
-	c.c.RxBytes += uint64(HeaderLen + len(body) + CRCLen)
-	if c.state == connClosing {
-		if h.Opcode == OpCloseAck || h.Opcode == OpClose {
-			if h.Opcode == OpClose {
-				c.ep.reply(c.peer, OpCloseAck, c.remote, c.local)
-			}
-			c.finish(connClosed)
-		}
-		return
-	}
-	switch h.Opcode {
-	case OpAck:
-		c.onAck(now, body)
-	case OpNak:
-		c.onNak(now, body)
-	case OpKeepalive:
-		c.queueCtrl(ctrlPkt{op: OpAck})
-	case OpClose:
-		c.ep.reply(c.peer, OpCloseAck, c.remote, c.local)
-		c.abort(verbs.StatusFlushed, verbs.StatusFlushed)
-		c.finish(connClosed)
-	case OpAccept, OpCloseAck:
-		// A duplicate ACCEPT, or a CLOSE_ACK we did not ask for.
-	default:
-		if h.Opcode.Sequenced() {
-			c.onSequenced(now, h, body, rx)
-		}
-	}
 }
 
-// onAccept completes an outgoing connection.
-func (c *Conn) onAccept(now verbs.Time, h *Header, body []byte) {
+// onAccept completes an outgoing connection. The ACCEPT must prove our
+// token, which only our CONNECT carried: it comes from whoever received
+// it.
+func (c *Conn) onAccept(now verbs.Time, h *Header, raw, body []byte) {
 	var b ConnectBody
 	if err := b.Decode(body); err != nil || h.SrcConn == 0 {
 		c.c.Malformed++
+		return
+	}
+	if !c.proofOK(raw) {
+		c.c.BadTags++
 		return
 	}
 	if int(b.Paths) > c.ep.cfg.Paths || int(b.MTU) > c.ep.cfg.MTU || int(b.Planes) > c.ep.cfg.Planes ||
@@ -112,9 +150,10 @@ func (c *Conn) onAccept(now verbs.Time, h *Header, body []byte) {
 		c.c.Malformed++
 		return
 	}
-	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
+	c.remote, c.peerInc, c.peerNode, c.tokRemote = h.SrcConn, h.Incarnation, b.Node, b.Token
 	c.ep.peerSeen(c)
 	c.establish(now, &b)
+	c.proveAt = now.Add(proveDelay) // amplification.go
 	if c.tries == 1 && now > c.connectSentAt {
 		// One CONNECT, one ACCEPT: an unambiguous first RTT sample, so
 		// that a path whose first packets are all lost (an incast's
@@ -196,7 +235,7 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 		p.ecnSeen = b.ECNCount
 		marked = int(d)
 	}
-	c.limit.setHint(&c.ep.cfg, b.RateHint)
+	c.limit.setHint(&c.ep.cfg, now, b.RateHint)
 	if acked > 0 && b.TSEcho > 0 && b.TSEcho <= now {
 		p.sample(now.Sub(b.TSEcho))
 		c.rtt.sample(now.Sub(b.TSEcho))
@@ -354,6 +393,13 @@ func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMe
 			r.c.StaleGeneration++
 			return
 		}
+		if !r.newGeneration(h.PathGen, h.PSN) {
+			// Not a generation the peer's own restarts produce
+			// (generation.go): dropped, the path goes on as it was.
+			r.c.GenerationsRefused++
+			c.c.StalePackets++
+			return
+		}
 		// The sender restarted this path's sequence space (failure or a
 		// new entropy): not a loss, just a new space from its first PSN.
 		r.restart(h.PathGen)
@@ -364,15 +410,25 @@ func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMe
 		r.c.OutOfWindowReceived++
 		return
 	case psnDuplicate:
+		if int32(h.PSN-r.sb.cum) < -SackBits {
+			// Further behind than any resend of the peer can be (it
+			// keeps at most SackBits PSNs in flight): not the peer's.
+			r.c.OutOfWindowReceived++
+			return
+		}
 		// The sender resent because our ACK was lost or late: answer at
 		// once, echoing this packet's timestamp (not an older one, which
 		// would inflate the sender's RTT estimate).
+		c.heard(now)
 		r.c.DuplicatesReceived++
 		c.c.Duplicates++
 		r.tsEcho = max(r.tsEcho, h.Timestamp)
 		c.queueAck(now, h.Path, true)
 		return
 	}
+	// New, in the window of a generation the peer's own restarts made:
+	// the peer's (token.go), whatever placement then decides.
+	c.heard(now)
 	v := accepted
 	if h.Opcode != OpNop {
 		v = c.place(now, h, body)

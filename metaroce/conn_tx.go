@@ -2,10 +2,20 @@ package metaroce
 
 import "github.com/metaroce/metaroce/verbs"
 
-// produce writes the connection's next packet into buf, if it has one:
-// control packets first, then ACKs, resends, packets moved off failed paths
-// and finally new data.
+// produce writes the connection's next packet into buf, if it has one
+// and, on an unproven connection, the anti-amplification budget lets it
+// go (amplification.go).
 func (c *Conn) produce(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
+	if c.halfOpen.in {
+		return c.produceUnproven(now, buf)
+	}
+	return c.produceNext(now, buf)
+}
+
+// produceNext writes the connection's next packet: control packets
+// first, then ACKs, resends, packets moved off failed paths and finally
+// new data.
+func (c *Conn) produceNext(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if c.ctrl.Len() > 0 {
 		return c.buildCtrl(now, buf, c.ctrl.Pop())
 	}
@@ -83,7 +93,7 @@ func (c *Conn) buildCtrl(now verbs.Time, buf []byte, p ctrlPkt) (verbs.TxMeta, b
 		c.connectSentAt = now
 		cfg := &c.ep.cfg
 		b := ConnectBody{Node: cfg.Node, Paths: uint16(cfg.Paths), MTU: uint16(cfg.MTU),
-			Streams: uint16(min(cfg.Streams, 65535)), Planes: uint8(cfg.Planes)}
+			Streams: uint16(min(cfg.Streams, 65535)), Planes: uint8(cfg.Planes), Token: c.tokLocal}
 		if p.op == OpAccept {
 			b.Paths, b.MTU, b.Streams, b.Planes = uint16(c.paths), uint16(c.mtu), uint16(c.streams), uint8(c.planes)
 		}
@@ -103,6 +113,9 @@ func (c *Conn) buildCtrl(now verbs.Time, buf []byte, p ctrlPkt) (verbs.TxMeta, b
 		c.c.NaksSent++
 	}
 	h.Put(buf)
+	if p.op.tagged() {
+		c.putProof(buf, n) // an ACCEPT's receiver's token came in its CONNECT
+	}
 	n = c.seal(now, buf, n)
 	return c.meta(n, h.Path), true
 }
@@ -162,6 +175,7 @@ func (c *Conn) buildAck(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		c.ackChanged(i)
 	}
 	PutAckPrefix(buf[HeaderLen:], count)
+	c.putProof(buf, n)
 	n = c.seal(now, buf, n)
 	c.c.AcksSent++
 	return c.meta(n, via), true
@@ -209,6 +223,7 @@ func (c *Conn) revokedSource(m *txMsg) {
 // writeSequenced builds the packet a slot stands for: its data if the
 // message is still wanted, otherwise a NOP that fills the PSN.
 func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s *txSlot, retransmit bool) int {
+	c.proveAt = 0 // this packet proves us to an acceptor (amplification.go)
 	var h Header
 	var mh MsgHeader
 	var payload []byte

@@ -14,6 +14,12 @@ type reply struct {
 	peer     verbs.PeerHandle
 	op       Opcode
 	dst, src ConnID
+	// tok, when set, is the receiver's token the answer proves (token.go):
+	// a CLOSE_ACK of a connection just closed, the refusal of a CONNECT
+	// (whose token it echoes). Without one (the endpoint does not know the
+	// connection) the answer carries no proof, and its receiver ignores it.
+	tok    Token
+	hasTok bool
 }
 
 // maxReplies bounds queued replies, so a flood of packets for unknown
@@ -105,7 +111,7 @@ func (e *Endpoint) newConn(peer verbs.PeerHandle, now verbs.Time) (*Conn, error)
 	}
 	e.ordinal++
 	c := &Conn{ep: e, local: id, ordinal: e.ordinal, peer: peer,
-		lastRx: now}
+		lastRx: now, tokLocal: newToken(e.rand)}
 	c.sched.Init(c)
 	c.agg.reset()
 	e.conns[c.local] = c
@@ -145,10 +151,16 @@ func (e *Endpoint) forget(c *Conn) {
 	e.sched.Forget(&c.sched)
 }
 
-// reply queues an unsequenced answer outside any connection.
+// reply queues an unsequenced answer outside any connection, without
+// proof.
 func (e *Endpoint) reply(peer verbs.PeerHandle, op Opcode, dst, src ConnID) {
+	e.replyProving(reply{peer: peer, op: op, dst: dst, src: src})
+}
+
+// replyProving queues r (with its token, if it has one).
+func (e *Endpoint) replyProving(r reply) {
 	if e.replies.Len() < maxReplies {
-		e.replies.Push(reply{peer: peer, op: op, dst: dst, src: src})
+		e.replies.Push(r)
 	}
 }
 
@@ -207,23 +219,29 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		}
 		return
 	}
-	e.dispatch(now, &h, body[HeaderLen:], rx, nil)
+	e.dispatch(now, &h, body, body[HeaderLen:], rx, nil, len(pkt))
 }
 
 // dispatch handles a packet whose CRC or seal checked and whose header
-// decoded; body is everything between the header and the trailer. c is
-// the connection dst_conn names, when the caller has looked it up.
-func (e *Endpoint) dispatch(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta, c *Conn) {
+// decoded; body is everything between the header and the trailer. raw is
+// the header and body in mode none, what a token's tag covers (token.go);
+// nil for an unsealed packet, whose AEAD tag proved more. c is the
+// connection dst_conn names, when the caller has looked it up; n is the
+// packet's length on the wire (amplification.go).
+func (e *Endpoint) dispatch(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxMeta, c *Conn, n int) {
 	if h.Opcode.headerOnly() && len(body) != 0 {
 		e.c.Malformed++
 		return
 	}
 	if h.Opcode == OpConnect {
-		e.onConnect(now, h, body, rx)
+		e.onConnect(now, h, body, rx, n)
 		return
 	}
 	if c == nil {
 		c = e.conns[h.DstConn]
+	}
+	if c != nil && c.halfOpen.in && rx.Peer == c.peer {
+		c.amp.rx += uint64(n) // what the address spent (amplification.go)
 	}
 	if c == nil {
 		e.c.UnknownConn++
@@ -243,14 +261,14 @@ func (e *Endpoint) dispatch(now verbs.Time, h *Header, body []byte, rx verbs.RxM
 		}
 		return
 	}
-	c.receive(now, h, body, rx)
+	c.receive(now, h, raw, body, rx)
 	if c.state < connClosed {
 		e.touch(c, now)
 	}
 }
 
 // onConnect accepts (or refuses) a connection request.
-func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) {
+func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta, n int) {
 	var b ConnectBody
 	if err := b.Decode(body); err != nil || h.SrcConn == 0 || h.DstConn != 0 {
 		e.c.Malformed++
@@ -258,11 +276,14 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 	}
 	if !e.cfg.AcceptIncoming {
 		e.c.RefusedNotAccepting++
-		e.refuse(now, rx.Peer, h.SrcConn)
+		e.refuse(now, rx.Peer, h.SrcConn, &b.Token)
 		return
 	}
 	if c := e.peers.accepted(rx.Peer, b.Node, h.Incarnation, h.SrcConn); c != nil {
 		// A repeated request: our ACCEPT was lost.
+		if c.halfOpen.in {
+			c.amp.rx += uint64(n)
+		}
 		if c.state == connEstablished {
 			c.acceptPath = h.Path % verbs.PathID(c.paths)
 			c.queueCtrl(ctrlPkt{op: OpAccept})
@@ -271,22 +292,23 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 		return
 	}
 	if !e.admit(rx.Peer) {
-		e.refuse(now, rx.Peer, h.SrcConn)
+		e.refuse(now, rx.Peer, h.SrcConn, &b.Token)
 		return
 	}
 	c, err := e.newConn(rx.Peer, now)
 	if err != nil { // ErrTooManyConns, which admit has ruled out
 		e.c.RefusedMaxConns++
-		e.refuse(now, rx.Peer, h.SrcConn)
+		e.refuse(now, rx.Peer, h.SrcConn, &b.Token)
 		return
 	}
 	// Established at once (no extra round trip), but without its paths
 	// and outside restart detection until the peer proves it is there
 	// (Conn.prove): until then it costs a Conn and its map entries.
-	c.remote, c.peerInc, c.peerNode = h.SrcConn, h.Incarnation, b.Node
+	c.remote, c.peerInc, c.peerNode, c.tokRemote = h.SrcConn, h.Incarnation, b.Node, b.Token
 	c.establish(now, &b)
 	e.keyAccepted(now, c)
 	c.acceptPath = h.Path % verbs.PathID(c.paths)
+	c.amp.rx = uint64(n)
 	e.peers.addInbound(c)
 	e.halfOpen.pushBack(c)
 	c.queueCtrl(ctrlPkt{op: OpAccept})
@@ -317,6 +339,9 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 		r := e.replies.Pop()
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
 		h.Put(buf)
+		if r.hasTok && e.sec.mode == SecurityNone {
+			putTag(buf, HeaderLen, &r.tok)
+		}
 		n := e.sealReply(buf, HeaderLen)
 		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
 	}

@@ -265,9 +265,11 @@ func TestPeerRestartFailsOutstandingWork(t *testing.T) {
 	require.NotEqual(t, verbs.StatusSuccess, w2.Status)
 	require.Equal(t, "failed", f.ca.State())
 	require.Greater(t, nb.Counters().ResetsSent, uint64(0))
-	// The stranger does not know the connection: A sees a RESET (it cannot
-	// tell a restart from it until the peer connects again).
-	require.Equal(t, verbs.FailReset, f.ca.FailReason())
+	// The stranger does not know the connection: its RESETs cannot prove
+	// the connection's token (token.go), so A counts them and ignores
+	// them, as it would a forger's, and finds the peer dead instead.
+	require.Greater(t, f.ca.Counters().BadTags, uint64(0))
+	require.Equal(t, verbs.FailPeerDead, f.ca.FailReason())
 }
 
 func TestPeerDeadTimeout(t *testing.T) {

@@ -140,7 +140,7 @@ func FuzzConnectDecode(f *testing.F) {
 	for _, c := range []ConnectBody{
 		{Node: 1, Paths: 8, MTU: 4096, Streams: 1024, Planes: 1},
 		{Paths: 1, MTU: 256, Streams: 1, Planes: 1},
-		{Node: ^NodeID(0), Paths: 256, MTU: 9000, Streams: 65535, Planes: 16},
+		{Node: ^NodeID(0), Paths: 256, MTU: 9000, Streams: 65535, Planes: 16, Token: Token{15: 0xff}},
 	} {
 		b := make([]byte, ConnectLen)
 		c.Put(b)
@@ -304,7 +304,9 @@ func fzNewEnvCfg(t testing.TB, cfg Config) *fzEnv {
 	var err error
 	e.ca, err = a.Connect(e.w.now, 1)
 	require.NoError(t, err)
-	for i := 0; i < 100 && (e.cb == nil || !e.ca.Established()); i++ {
+	// Until B has A's proof too (token.go): before it, B's sends wait
+	// for it (amplification.go).
+	for i := 0; i < 100 && (e.cb == nil || !e.ca.Established() || e.cb.halfOpen.in); i++ {
 		if e.cb == nil {
 			e.cb, _ = b.Accept()
 		}
@@ -460,6 +462,12 @@ func TestFuzzEnvSeedExchange(t *testing.T) {
 	h.Put(p)
 	nb := NakBody{Path: e.readPath, PSN: e.readPSN, Stream: fzStream, Status: verbs.StatusRemoteAccessError}
 	nb.Put(p[HeaderLen:])
+	// Without the proof of B's token it is refused and counted ...
+	e.w.ep[1].Receive(e.w.now, p[:SealCRC(p, HeaderLen+NakLen)], verbs.RxMeta{Peer: 0})
+	require.Zero(t, e.cb.Counters().NaksReceived)
+	require.Equal(t, uint64(1), e.cb.Counters().BadTags)
+	// ... with it, acted on.
+	putTag(p, HeaderLen+NakLen, &e.cb.tokLocal)
 	e.w.ep[1].Receive(e.w.now, p[:SealCRC(p, HeaderLen+NakLen)], verbs.RxMeta{Peer: 0})
 	require.Equal(t, uint64(1), e.cb.Counters().NaksReceived)
 	e.run(100, 20e6)
@@ -510,6 +518,9 @@ func FuzzEndpointReceive(f *testing.F) {
 			cb.Put(p[n:])
 			n += ConnectLen
 		}
+		if op.tagged() {
+			putTag(p, n, &env.cb.tokLocal) // as the peer would: the seed goes past the proof
+		}
 		n = SealCRC(p, n)
 		f.Add(p[:n])
 	}
@@ -521,6 +532,7 @@ func FuzzEndpointReceive(f *testing.F) {
 		h.Put(p)
 		nb := NakBody{Path: env.readPath, PSN: env.readPSN, Stream: fzStream, Status: st}
 		nb.Put(p[HeaderLen:])
+		putTag(p, HeaderLen+NakLen, &env.cb.tokLocal)
 		f.Add(p[:SealCRC(p, HeaderLen+NakLen)])
 	}
 	f.Add([]byte{})
@@ -543,6 +555,14 @@ func FuzzEndpointReceive(f *testing.F) {
 			e.fzPatch(p)
 			SealCRC(p, len(p)-CRCLen)
 			b.Receive(e.w.now, p, rx)
+			// 4. With its proof of B's token fixed too (token.go), as the
+			// peer would send it: unsequenced packets reach their
+			// handlers, which a blind forger's (3) must not.
+			if op := Opcode(p[1]); op.tagged() {
+				putTag(p, len(p)-CRCLen, &e.cb.tokLocal)
+				SealCRC(p, len(p)-CRCLen)
+				b.Receive(e.w.now, p, rx)
+			}
 		}
 		e.check(t)
 		// Let both sides react (NAKs, ACKs, READ responses, resends).

@@ -131,11 +131,28 @@ func (l *connLimit) sent(now verbs.Time, n int) {
 }
 
 // setHint takes a rate hint from an ACK (Mbit/s on the wire, 0 = none).
-func (l *connLimit) setHint(cfg *Config, mbps uint32) {
+// A hint holds only until the next one: a hint at least twice the
+// previous one also pulls in a next-send time that the lower one had
+// pushed out, to at most the longest jittered gap of a full packet at the
+// new rate from now, so that one ACK undoes a low hint at once instead of
+// after the long gap it set (a hint of 1 Mbit/s puts 33 ms between 4 KiB
+// packets). Smaller rises, the fair share's ordinary moves, leave the
+// schedule (and its jitter) alone. Only the peer can send a hint (ACKs
+// prove its token, token.go); what a hint may do is no more than the
+// peer could do by acknowledging slowly.
+func (l *connLimit) setHint(cfg *Config, now verbs.Time, mbps uint32) {
 	if cfg.DisableCC {
 		return
 	}
+	prev := l.hintBps
 	l.hintBps = float64(mbps) * 1e6
+	if l.hintBps >= 2*prev && prev > 0 && l.nextSend > now {
+		if cfg.LinkRateBps > 0 && l.hintBps >= cfg.LinkRateBps {
+			l.nextSend = now // unpaced from now on
+		} else if gap := verbs.Time(1.5 * float64(l.pktBytes) * 8 * 1e9 / l.hintBps); l.nextSend > now+gap {
+			l.nextSend = now + gap
+		}
+	}
 	l.heard = true
 	// A hint at or above our own link's rate asks for no pacing: the NIC
 	// sends no faster than that anyway, and pacing (with its jitter) at

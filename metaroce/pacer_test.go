@@ -15,11 +15,11 @@ func TestConnLimit(t *testing.T) {
 	if l.blockedUntil(&cfg, 0, 0) != 0 || l.maxInflightPackets(&cfg) != cfg.InitialInflight {
 		t.Fatalf("before the first ACK: want InitialInflight packets, unpaced")
 	}
-	l.setHint(&cfg, 0) // an ACK without a hint: no limit at all
+	l.setHint(&cfg, 0, 0) // an ACK without a hint: no limit at all
 	if l.paced(0) || l.maxInflightPackets(&cfg) < 1<<20 {
 		t.Fatalf("limited without a hint")
 	}
-	l.setHint(&cfg, 8000) // 8 Gb/s: 4000 bytes take 4 µs
+	l.setHint(&cfg, 0, 8000) // 8 Gb/s: 4000 bytes take 4 µs
 	// Gaps are jittered within [0.5, 1.5) of the exact 4 µs, mean exact.
 	const n = 1000
 	for i := 0; i < n; i++ {
@@ -53,7 +53,7 @@ func TestConnLimit(t *testing.T) {
 	if l.blockedUntil(&cfg, 0, 1) == verbs.Never {
 		t.Fatalf("a packet known lost still counted against the cap")
 	}
-	l.setHint(&cfg, 1)
+	l.setHint(&cfg, 0, 1)
 	if n := l.maxInflightPackets(&cfg); n != 1 {
 		t.Fatalf("in-flight cap %d at a tiny hint, want 1", n)
 	}
@@ -66,7 +66,7 @@ func TestConnLimit(t *testing.T) {
 func TestConnLimitFollowsSmoothedRTT(t *testing.T) {
 	cfg := Config{}.Defaults()
 	l := connLimit{pktBytes: 4000}
-	l.setHint(&cfg, 8000) // 1 GB/s
+	l.setHint(&cfg, 0, 8000) // 1 GB/s
 	for i := 0; i < 100; i++ {
 		l.acked()
 	}
@@ -88,5 +88,35 @@ func TestConnLimitFollowsSmoothedRTT(t *testing.T) {
 	// Bounded by 4 × minRTT: 4 × 1 GB/s × (40 + 5) µs = 45 packets.
 	if n := l.maxInflightPackets(&cfg); n != 45 {
 		t.Fatalf("in-flight cap %d packets behind a 1 ms queue, want 45 (4 × minRTT)", n)
+	}
+}
+
+// A low hint (1 Mbit/s, what an attacker's forged ACK would carry) pushes
+// the next send 33 ms out; the next ACK with a genuine hint undoes it at
+// once: the next packet may go within one gap at the new rate.
+func TestLowHintUndoneByNextAck(t *testing.T) {
+	cfg := Config{}.Defaults()
+	l := connLimit{pktBytes: 4136}
+	l.setHint(&cfg, 0, 8000)
+	l.sent(0, 4136)
+	l.setHint(&cfg, 0, 1)
+	now := verbs.Time(10 * time.Microsecond)
+	l.sent(now, 4136)
+	if d := l.nextSend - now; d < verbs.Time(16*time.Millisecond) {
+		t.Fatalf("a 1 Mbit/s hint set a gap of %v, want ~33 ms", time.Duration(d))
+	}
+	now += verbs.Time(20 * time.Microsecond)
+	l.setHint(&cfg, now, 8000)
+	if d := l.nextSend - now; d > verbs.Time(7*time.Microsecond) {
+		t.Fatalf("after an 8 Gb/s hint the next send is %v away, want at most 1.5 gaps (~6.2 µs)", time.Duration(d))
+	}
+	// A hint that does not double leaves the schedule alone.
+	l.setHint(&cfg, now, 1)
+	l.sent(now, 4136)
+	before := l.nextSend
+	l.setHint(&cfg, now, 1)
+	l.setHint(&cfg, now, 1)
+	if l.nextSend != before {
+		t.Fatal("an equal hint moved the schedule")
 	}
 }

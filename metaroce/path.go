@@ -120,8 +120,9 @@ func newTxPath(id verbs.PathID, entropy verbs.Entropy, plane verbs.PlaneID, wind
 // both ids, which are random (Endpoint.newConn), so the first PSN of every
 // generation of every path is as hard to guess off-path as the two ids,
 // and no field is added to CONNECT or ACCEPT.
-func isnKey(src, dst ConnID, path int) uint64 {
-	return verbs.Mix64(uint64(src)<<32|uint64(dst)) + uint64(path)<<16
+func isnKey(src, dst *Token, path int) uint64 {
+	s, d := src.key(), dst.key()
+	return verbs.Mix64(s.k0^verbs.Mix64(d.k1^verbs.Mix64(s.k1^d.k0))) + uint64(path)<<16
 }
 
 // initialPSN is the first PSN of generation gen of the path with key isn.

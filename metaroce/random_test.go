@@ -102,8 +102,9 @@ func TestIdentifiersRandom(t *testing.T) {
 // A path's next generation starts at its own first PSN, which both ends
 // derive alike, and the receiver follows the sender's restart.
 func TestGenerationFirstPSN(t *testing.T) {
-	var p txPath = newTxPath(0, 1, 0, 64, isnKey(0x1234, 0x5678, 3))
-	r := rxPath{isn: isnKey(0x1234, 0x5678, 3)}
+	ta, tb := Token{0x12, 0x34}, Token{0x56, 0x78}
+	var p txPath = newTxPath(0, 1, 0, 64, isnKey(&ta, &tb, 3))
+	r := rxPath{isn: isnKey(&ta, &tb, 3)}
 	r.restart(0)
 	seen := map[PSN]bool{}
 	for g := range 50 {

@@ -348,7 +348,7 @@ func (e *Endpoint) receiveSealed(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		if c = e.conns[h.DstConn]; c == nil {
 			// Unauthenticated: answered as in mode none (a RESET no
 			// larger than the packet, rate-limited), never acted on.
-			e.dispatch(now, &h, nil, rx, nil)
+			e.dispatch(now, &h, nil, nil, rx, nil, len(pkt))
 			return
 		}
 		var ok bool
@@ -357,7 +357,7 @@ func (e *Endpoint) receiveSealed(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 		}
 	}
 	h.Flags &^= flagsSeal
-	e.dispatch(now, &h, body, rx, c)
+	e.dispatch(now, &h, nil, body, rx, c, len(pkt))
 }
 
 // open checks a packet sealed under c's keys and returns its body

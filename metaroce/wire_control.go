@@ -67,7 +67,7 @@ func (n *NakBody) Decode(body []byte) error {
 }
 
 // ConnectLen is the size of the CONNECT and ACCEPT extension.
-const ConnectLen = 16
+const ConnectLen = 32
 
 // ConnectBody carries the parameters proposed in CONNECT and the negotiated
 // ones in ACCEPT (each the minimum of both sides' limits).
@@ -79,12 +79,14 @@ const ConnectLen = 16
 //	12   2  streams     number of streams (1..65535)
 //	14   1  planes      number of planes (1..16)
 //	15   1  reserved    zero
+//	16  16  token       the sender's secret of this connection (token.go)
 type ConnectBody struct {
 	Node    NodeID
 	Paths   uint16
 	MTU     uint16
 	Streams uint16
 	Planes  uint8
+	Token   Token
 }
 
 // Limits on negotiated parameters.
@@ -104,6 +106,7 @@ func (c *ConnectBody) Put(b []byte) {
 	binary.BigEndian.PutUint16(b[12:], c.Streams)
 	b[14] = c.Planes
 	b[15] = 0
+	copy(b[16:], c.Token[:])
 }
 
 // Decode parses and range-checks a CONNECT/ACCEPT extension.
@@ -116,6 +119,7 @@ func (c *ConnectBody) Decode(body []byte) error {
 	c.MTU = binary.BigEndian.Uint16(body[10:])
 	c.Streams = binary.BigEndian.Uint16(body[12:])
 	c.Planes = body[14]
+	copy(c.Token[:], body[16:])
 	if body[15] != 0 {
 		return ErrField
 	}

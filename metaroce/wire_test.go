@@ -27,7 +27,7 @@ func TestWireConstants(t *testing.T) {
 	require.Equal(t, 1+1+2+4+32+4+4+8, AckBlockLen, "flags, path_id, path_gen, cum, sack, ecn_ce, rate_hint, ts_echo")
 	require.Equal(t, 24, AckBlockCompactLen, "a block without its 32-byte SACK bitmap")
 	require.Equal(t, 20, NakLen)
-	require.Equal(t, 16, ConnectLen)
+	require.Equal(t, 32, ConnectLen)
 	require.Equal(t, 4, CRCLen)
 
 	require.Equal(t, 256, SackBits)
@@ -574,13 +574,14 @@ func TestNakDecodeErrors(t *testing.T) {
 }
 
 func TestConnectRoundTripAndGoldenLayout(t *testing.T) {
-	c := ConnectBody{Node: 0x0102030405060708, Paths: 0x0100, MTU: 0x2328, Streams: 0xFFFF, Planes: 0x10}
+	c := ConnectBody{Node: 0x0102030405060708, Paths: 0x0100, MTU: 0x2328, Streams: 0xFFFF, Planes: 0x10,
+		Token: Token{0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf}}
 	b := make([]byte, ConnectLen)
 	for i := range b {
 		b[i] = 0xEE
 	}
 	c.Put(b)
-	want, err := hex.DecodeString("0102030405060708" + "0100" + "2328" + "ffff" + "10" + "00")
+	want, err := hex.DecodeString("0102030405060708" + "0100" + "2328" + "ffff" + "10" + "00" + "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf")
 	require.NoError(t, err)
 	require.Equal(t, want, b)
 	var g ConnectBody

@@ -99,17 +99,21 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
 		// The path counters of every path the connection has (not only
 		// the first MaxPaths shown per path) add up to its totals.
-		var staleGen, outOfWindow, probes, moved uint64
+		var staleGen, genRefused, outOfWindow, probes, moved uint64
 		for i := 0; i < m.NumPaths(); i++ {
 			pc := m.PathCounters(verbs.PathID(i))
 			staleGen += pc.StaleGeneration
+			genRefused += pc.GenerationsRefused
 			outOfWindow += pc.OutOfWindowReceived
 			probes += pc.Probes
 			moved += pc.MovedAway
 		}
 		mc.RxDropped = []metrics.Count{{Reason: "crc", N: c.CRCDrops}, {Reason: "malformed", N: c.Malformed},
 			{Reason: "duplicate", N: c.Duplicates}, {Reason: "stale_generation", N: staleGen},
-			{Reason: "stale_incarnation", N: c.StalePackets}, {Reason: "out_of_window", N: outOfWindow},
+			{Reason: "stale_incarnation", N: c.StalePackets}, {Reason: "out_of_window", N: outOfWindow + c.OutOfWindow},
+			// Mode none's proofs (metaroce/token.go): an unsequenced packet
+			// without its token's tag; a newer generation not adopted.
+			{Reason: "bad_token", N: c.BadTags}, {Reason: "generation_refused", N: genRefused},
 			{Reason: "access", N: c.AccessViolations}, {Reason: "length", N: c.LengthErrors},
 			// placed_again: copies of a placed chunk on a new PSN (moved,
 			// resent), acknowledged but not written again.

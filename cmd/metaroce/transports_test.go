@@ -111,7 +111,7 @@ func TestMetaroceDropMetrics(t *testing.T) {
 	c := sb.(mr.Session).C.Counters()
 	got := reasons(t, conns[0].RxDropped)
 	wantReasons(t, got, "crc", "malformed", "duplicate", "stale_generation", "stale_incarnation", "out_of_window",
-		"access", "length", "placed_again", "held_full", "auth", "replay", "replay_old")
+		"access", "length", "placed_again", "held_full", "auth", "replay", "replay_old", "bad_token", "generation_refused")
 	if got["held_full"] != c.LastChunksRefused {
 		t.Errorf("held_full %d, core %d", got["held_full"], c.LastChunksRefused)
 	}

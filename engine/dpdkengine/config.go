@@ -40,6 +40,15 @@ type Config struct {
 	// Neighbours are static peers: a peer handle, its IPv4 address and,
 	// optionally, its MAC (else resolved with ARP).
 	Neighbours []Neighbour `yaml:"neighbours"`
+	// MaxLearnedPeers bounds the peers learned from arriving packets:
+	// sources that are neither static neighbours nor added with AddPeer
+	// (which are what a server that was told its clients, as the CLI's
+	// perf server is, needs; the UDP backend learns none). Default
+	// DefaultMaxLearnedPeers; -1 learns none. A packet from a further
+	// unknown source is dropped and counted (DropUnknownPeer), so spoofed
+	// source addresses cannot fill the table (maxPeers) or the core's
+	// per-peer state.
+	MaxLearnedPeers int `yaml:"max_learned_peers"`
 	// Checksum is how the checksums that are computed are computed:
 	// "auto" (default: by the port where it offers the offload, on tx and
 	// rx, else in software) or "software" (always in software, for tests).
@@ -210,6 +219,9 @@ func (c Config) Validate() error {
 				bad(fmt.Sprintf("neighbours[%d].mac", i), "%v", err)
 			}
 		}
+	}
+	if c.MaxLearnedPeers < -1 || c.MaxLearnedPeers > maxPeers {
+		bad("max_learned_peers", "%d outside -1..%d", c.MaxLearnedPeers, maxPeers)
 	}
 	switch c.Checksum {
 	case "auto", "software", "none":

@@ -44,7 +44,7 @@ func (s *Shard) Stop() {
 // packet first goes to it, or learned from its first packet). Safe from
 // any goroutine; a packet from ip arriving later maps to the same handle.
 func (e *Engine) AddPeer(ip [4]byte) (verbs.PeerHandle, error) {
-	h, ok := newNeighbours(e.neigh).lookup(IPv4(ip), true)
+	h, ok := newNeighbours(e.neigh).lookup(IPv4(ip), learnTold)
 	if !ok {
 		return 0, errors.New("dpdk engine: neighbour table full")
 	}

@@ -82,7 +82,7 @@ func Start(cfg Config, warn io.Writer) (*Engine, error) {
 			return nil, err
 		}
 	}
-	neigh, err := newNeighTable(cfg.Neighbours, len(cfg.Ports))
+	neigh, err := newNeighTable(cfg.Neighbours, len(cfg.Ports), cfg.MaxLearnedPeers)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 		gw, _ := parseIP(pc.Gateway)
 		// The gateway gets a handle in the neighbour table, so ARP
 		// resolves and refreshes it like any neighbour.
-		h, ok := newNeighbours(e.neigh).lookup(gw, true)
+		h, ok := newNeighbours(e.neigh).lookup(gw, learnTold)
 		if !ok {
 			return nil, fmt.Errorf("dpdk engine: port %s: neighbour table full", pc.Name)
 		}

@@ -52,7 +52,7 @@ const (
 	DropUDPChecksum      // UDP checksum wrong
 	DropBadARP           // malformed ARP
 	DropImpaired         // dropped on purpose by the receive impairment stage
-	DropUnknownPeer      // the neighbour table is full
+	DropUnknownPeer      // a source not told and over Config.MaxLearnedPeers, or the neighbour table is full
 	dropKinds
 )
 

@@ -13,6 +13,9 @@ import (
 // arriving packets (a new source address gets the next free handle).
 const maxPeers = 4096
 
+// DefaultMaxLearnedPeers is Config.MaxLearnedPeers's default.
+const DefaultMaxLearnedPeers = 64
+
 // arpRetry is how often an unresolved neighbour is asked for again.
 const arpRetry = 100 * 1000 * 1000 // 100ms in ns
 
@@ -34,10 +37,30 @@ type neighTable struct {
 	ip   [maxPeers]IPv4
 	used [maxPeers]atomic.Bool
 	mac  [][maxPeers]atomic.Uint64 // per port: macKnown | macStatic | 48-bit MAC
+	// learned counts the peers added from arriving packets, at most
+	// maxLearned (Config.MaxLearnedPeers); refused counts the sources
+	// turned away.
+	learned, maxLearned int
+	refused             atomic.Uint64
 }
 
-func newNeighTable(static []Neighbour, ports int) (*neighTable, error) {
-	t := &neighTable{byIP: make(map[IPv4]verbs.PeerHandle), mac: make([][maxPeers]atomic.Uint64, ports)}
+// How lookup may add an address it does not know.
+type learnMode uint8
+
+const (
+	noLearn   learnMode = iota // find only
+	learnTold                  // the application names it (AddPeer, the gateway): always, while there is room
+	learnData                  // a packet came from it: within MaxLearnedPeers
+)
+
+func newNeighTable(static []Neighbour, ports, maxLearned int) (*neighTable, error) {
+	switch {
+	case maxLearned == 0:
+		maxLearned = DefaultMaxLearnedPeers
+	case maxLearned < 0:
+		maxLearned = 0
+	}
+	t := &neighTable{byIP: make(map[IPv4]verbs.PeerHandle), mac: make([][maxPeers]atomic.Uint64, ports), maxLearned: maxLearned}
 	for _, n := range static {
 		ip, err := parseIP(n.IP)
 		if err != nil {
@@ -98,10 +121,10 @@ func (n *neighbours) addr(p verbs.PeerHandle, i int) (ip IPv4, mac MAC, known, o
 	return n.t.ip[p], bitsMAC(v), v&macKnown != 0, true
 }
 
-// lookup returns the handle of ip, adding it to the shared table when
-// learn is set and there is room; ok is false when ip is unknown and was
+// lookup returns the handle of ip, adding it to the shared table as mode
+// allows and while there is room; ok is false when ip is unknown and was
 // not added.
-func (n *neighbours) lookup(ip IPv4, learn bool) (verbs.PeerHandle, bool) {
+func (n *neighbours) lookup(ip IPv4, mode learnMode) (verbs.PeerHandle, bool) {
 	if n.hasLast && ip == n.lastIP { // bursts mostly come from one peer
 		return n.lastPeer, true
 	}
@@ -114,7 +137,11 @@ func (n *neighbours) lookup(ip IPv4, learn bool) (verbs.PeerHandle, bool) {
 	defer t.mu.Unlock()
 	p, ok := t.byIP[ip]
 	if !ok {
-		if !learn {
+		switch {
+		case mode == noLearn:
+			return 0, false
+		case mode == learnData && t.learned >= t.maxLearned:
+			t.refused.Add(1)
 			return 0, false
 		}
 		for int(t.next) < maxPeers && t.used[t.next].Load() {
@@ -125,6 +152,9 @@ func (n *neighbours) lookup(ip IPv4, learn bool) (verbs.PeerHandle, bool) {
 		}
 		p = t.next
 		t.next++
+		if mode == learnData {
+			t.learned++
+		}
 		t.ip[p] = ip
 		t.used[p].Store(true)
 		t.byIP[ip] = p

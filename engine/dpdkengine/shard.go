@@ -599,7 +599,7 @@ func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
 		s.c.Drops[d]++
 		return
 	}
-	peer, ok := s.neigh.lookup(f.SrcIP, true)
+	peer, ok := s.neigh.lookup(f.SrcIP, learnData)
 	if !ok {
 		s.c.Drops[DropUnknownPeer]++
 		return
@@ -630,7 +630,7 @@ func (s *Shard) onARP(now verbs.Time, i int, m *dpdk.Mbuf, frame []byte) bool {
 		return false
 	}
 	p := s.ports[i]
-	if peer, ok := s.neigh.lookup(a.SenderIP, false); ok && s.neigh.learn(peer, i, a.SenderMAC) {
+	if peer, ok := s.neigh.lookup(a.SenderIP, noLearn); ok && s.neigh.learn(peer, i, a.SenderMAC) {
 		s.c.ARPLearned++
 	}
 	if a.Op != arpRequest || a.TargetIP != p.ip || len(s.pend[i]) == cap(s.pend[i]) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,6 +47,12 @@ type Backend struct {
 	capture engine.Capture
 
 	closed bool
+
+	wk waker // Config.Wakeable's eventfd and state (wake.go)
+	// own is held by Run's loop (Wakeable) except while it sleeps, and by
+	// Progress; owned: Run holds it (progress.go).
+	own   sync.Mutex
+	owned bool
 
 	// The RawConn callbacks and their results, bound once so that a
 	// Step allocates nothing (a closure per call would escape).
@@ -115,6 +122,12 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("udp: socket options: %w", err)
+	}
+	if cfg.Wakeable {
+		if err := b.wk.open(b.rxRaw); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	return b, nil
 }
@@ -198,6 +211,13 @@ func (b *Backend) Run(ctx context.Context, app engine.App) error {
 		return errors.New("udp: Run before Attach")
 	}
 	done := ctx.Done()
+	if b.wk.efd > 0 {
+		// Wakeable: the loop owns the transport except while it sleeps,
+		// when Progress may run a step on another thread (progress.go).
+		b.own.Lock()
+		b.owned = true
+		defer func() { b.owned = false; b.own.Unlock() }()
+	}
 	for {
 		if done != nil {
 			select {
@@ -258,6 +278,13 @@ func (b *Backend) Step(wait time.Duration) (bool, error) {
 	}
 	if wait <= 0 {
 		return false, nil
+	}
+	if b.wk.efd > 0 {
+		if !b.wk.wait(b, wait) {
+			return false, nil
+		}
+		got, err = b.recv(false)
+		return got > 0, err
 	}
 	if err := b.rx.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return false, err
@@ -530,6 +557,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.wk.close()
 	err := b.rx.Close()
 	for _, s := range b.senders {
 		if cerr := s.conn.Close(); err == nil {

@@ -35,6 +35,13 @@ type Config struct {
 	// an idle Run delays an App.Step that waits on the wall clock.
 	// Default 1 ms.
 	IdleWait time.Duration
+	// Wakeable makes the idle wait end when another thread calls Wake
+	// (work handed to the App from outside the loop: the verbs library's
+	// posts), and makes it as long as asked, to the nanosecond: it blocks
+	// in ppoll on the socket and an eventfd instead of in the Go
+	// netpoller, which rounds a wait under 1 ms up to 1 ms and can only
+	// be woken through the Go scheduler (wake.go).
+	Wakeable bool
 }
 
 // withDefaults returns c with zero fields set.

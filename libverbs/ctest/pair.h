@@ -41,6 +41,8 @@ static const char *role = "requester";
 /* Set before setup: the side exits right after the exchange (never
  * reaching RTR); setup ends without the final handshake. */
 static int pair_die_after_exchange, pair_no_sync;
+/* Set before setup: the CQ gets a completion channel (side.ch). */
+static int pair_with_channel;
 
 /* Set before setup: the QPs stay in RTR (pair_stop_at_rtr), or are
  * created with ibv_create_qp_ex and these send_ops_flags (pair_send_ops,
@@ -72,6 +74,7 @@ struct side {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch; /* pair_with_channel */
 	struct ibv_cq_ex *cqx; /* when pair_cq_ex_flags */
 	struct ibv_qp *qp[MAXQP];
 	struct ibv_mr *mr;
@@ -115,8 +118,13 @@ static void setup(struct side *s, int nqp, uint8_t fill, uint8_t timeout, uint8_
 		struct ibv_cq_init_attr_ex ca = {.cqe = 256, .wc_flags = pair_cq_ex_flags};
 		s->cqx = ibv_create_cq_ex(s->ctx, &ca);
 		s->cq = s->cqx ? ibv_cq_ex_to_cq(s->cqx) : NULL;
-	} else
-		s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
+	} else {
+		if (pair_with_channel && !(s->ch = ibv_create_comp_channel(s->ctx))) {
+			fprintf(stderr, "%s: comp channel: %s\n", role, strerror(errno));
+			exit(2);
+		}
+		s->cq = ibv_create_cq(s->ctx, 256, NULL, s->ch, 0);
+	}
 	s->buf = aligned_alloc(4096, PAIR_BUF);
 	memset(s->buf, fill, PAIR_BUF);
 	s->mr = ibv_reg_mr(s->pd, s->buf, PAIR_BUF,

@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -36,14 +37,18 @@ const maxQPWR = 4096
 // maxQPs is how many QPs one process has: the QPN's low byte is index+1.
 const maxQPs = 255
 
-// idleWait bounds how long posted work waits for an idle engine loop (it
-// sleeps in the kernel waiting for a packet otherwise).
-const idleWait = 50 * time.Microsecond
+// idleWait bounds the engine loop's sleep when nothing happens: posts and
+// commands end it at once (eng.wake), packets and the transport's own
+// deadlines too, so it bounds only the per-QP connect wait's lateness.
+const idleWait = time.Millisecond
 
 // eng is the process's one transport: a backend (UDP, or DPDK when the
 // profile says so) and a device, run by one goroutine (backend.Run). C
-// threads never touch the core: they queue commands and work requests
-// under mu, and step runs them on the engine goroutine.
+// threads queue commands and work requests under mu, and step runs them;
+// step runs on the engine goroutine, or on a program's thread that posts
+// or polls while the loop sleeps (kick, MetaroceVerbsProgress: the
+// backend's ownership makes it one thread at a time, so the core stays
+// single-threaded).
 type eng struct {
 	mu   sync.Mutex
 	be   engine.Backend
@@ -64,7 +69,80 @@ type eng struct {
 	peers         map[netip.AddrPort]verbs.PeerHandle
 	sessions      map[verbs.PeerHandle]verbs.Session
 	waiting       map[verbs.PeerHandle][]*qp
+	// waker ends the loop's idle wait when a C thread hands it work (nil
+	// for a backend that cannot: then the work waits out the idle wait).
+	waker waker
+	// progresser runs the transport on a posting or polling thread while
+	// the loop sleeps (nil for a backend that cannot); app is g.step.
+	progresser progresser
+	app        engine.App
+	// sender sends the transport's ready packets from inside a step (nil
+	// for a backend that cannot).
+	sender sender
 }
+
+// sender is a backend that sends from inside an App step
+// (udp.Backend.SendNow).
+type sender interface{ SendNow() error }
+
+// waker is a backend whose wait for packets another thread can end
+// (udp.Backend.Wake).
+type waker interface{ Wake() }
+
+// kicker is a backend that waits while idle inside its driver call (dpdk,
+// up to idle_poll) and is told so of work queued for the step
+// (dpdkengine.Backend.Kick); kickWaker makes it a waker.
+type kicker interface{ Kick() }
+
+type kickWaker struct{ k kicker }
+
+func (w kickWaker) Wake() { w.k.Kick() }
+
+// progresser is a backend that runs the transport on the caller's thread
+// while its loop sleeps (udp.Backend.Progress).
+type progresser interface {
+	Progress(app engine.App, drive time.Duration) (bool, error)
+}
+
+// wake makes the engine goroutine run the work just queued now.
+func (g *eng) wake() {
+	if g.waker != nil {
+		g.waker.Wake()
+	}
+}
+
+// kick gets posted work moving: on the posting thread if the loop is
+// asleep (its packets leave without a thread wake-up), else by waking it.
+func (g *eng) kick() {
+	if g.progresser != nil {
+		if ran, _ := g.progresser.Progress(g.app, 0); ran {
+			return // an error is the loop's to report, at its next step
+		}
+	}
+	g.wake()
+}
+
+// MetaroceVerbsProgress runs the transport on the calling thread, a
+// program's poll that found its CQ empty (cqwait.c), if the loop is
+// asleep, and lets that thread watch the socket for the next driveNS
+// (the rest of its spin phase); it returns 1 if it ran.
+//
+//export MetaroceVerbsProgress
+func MetaroceVerbsProgress(driveNS C.int64_t) C.int {
+	g := startedEng.Load()
+	if g == nil || g.progresser == nil || driveNS <= 0 {
+		return 0
+	}
+	if ran, _ := g.progresser.Progress(g.app, time.Duration(driveNS)); ran {
+		return 1
+	}
+	return 0
+}
+
+// startedEng is the running transport, nil before it started: a poll
+// never starts it (theEng is guarded by engOnce, which a poll must not
+// wait on).
+var startedEng atomic.Pointer[eng]
 
 // cq is a completion queue: the core's, and the C ring it drains into.
 type cq struct {
@@ -73,6 +151,7 @@ type cq struct {
 	buf     []verbs.WorkCompletion
 	out     []C.struct_mrg_wc // translated, not yet taken by the C ring
 	users   int
+	pushed  bool // completions went into the ring this step (their event is due)
 	handle  uint32
 	scratch *C.struct_mrg_wc // C memory: cap entries
 	cap     int
@@ -95,11 +174,11 @@ type qp struct {
 	core        verbs.QP
 	peer        netip.AddrPort
 	stream      int
-	pendSend    []C.struct_mrg_send_wr
+	pendSend    []C.struct_mrg_send_wr // posted, not yet taken by the engine (mu)
 	pendRecv    []C.struct_mrg_recv_wr
 	slots       []sendSlot // by seq % len
 	seq         uint64
-	outstanding int // sends posted and not completed
+	outstanding atomic.Int64 // sends posted and not completed: posts add (mu), the engine subtracts
 	sqDepth     int
 	destroyed   bool
 	failed      error
@@ -115,6 +194,11 @@ type qp struct {
 	// setSendPSN takes sq_psn at the first RTS (a QP of openQP); nil
 	// otherwise and after.
 	setSendPSN func(uint32) error
+
+	// The work the engine took from pendSend and pendRecv and is handing
+	// to the core (the engine goroutine's alone).
+	takenSend []C.struct_mrg_send_wr
+	takenRecv []C.struct_mrg_recv_wr
 }
 
 // timerSetter is a core QP whose budgets can change after creation
@@ -138,11 +222,14 @@ func start(e endpoint, push C.mrg_push_fn) (*eng, error) {
 		onEngineThread(func() {
 			g, err := open(e, push)
 			theEng, engErr = g, err
+			if err == nil {
+				startedEng.Store(g)
+			}
 			close(ready)
 			if err != nil {
 				return
 			}
-			if err := g.be.Run(context.Background(), engine.AppFunc(g.step)); err != nil {
+			if err := g.be.Run(context.Background(), g.app); err != nil {
 				fmt.Fprintf(os.Stderr, "metaroce verbs: the transport stopped: %v\n", err)
 			}
 			deviceFatal()
@@ -193,17 +280,25 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 		be.Close()
 		return nil, fmt.Errorf("metaroce verbs: %v", err)
 	}
-	return &eng{be: be, dev: tr.dev, open: tr.open, push: push, ep: e, self: be.LocalAddr(), nextHandle: 1,
+	g := &eng{be: be, dev: tr.dev, open: tr.open, push: push, ep: e, self: be.LocalAddr(), nextHandle: 1,
 		pds: map[uint32]*verbs.ProtectionDomain{}, mrs: map[uint32]*verbs.MemoryRegion{},
 		cqs: map[uint32]*cq{}, qps: map[uint32]*qp{}, byCore: map[verbs.QPN]*qp{},
 		peers: map[netip.AddrPort]verbs.PeerHandle{}, sessions: map[verbs.PeerHandle]verbs.Session{},
-		waiting: map[verbs.PeerHandle][]*qp{}}, nil
+		waiting: map[verbs.PeerHandle][]*qp{}}
+	g.waker, _ = be.(waker)
+	if k, ok := be.(kicker); ok && g.waker == nil {
+		g.waker = kickWaker{k}
+	}
+	g.progresser, _ = be.(progresser)
+	g.sender, _ = be.(sender)
+	g.app = engine.AppFunc(g.step)
+	return g, nil
 }
 
 // newUDPBackend is the default backend: a UDP socket on the device's
 // address and port.
 func newUDPBackend(e endpoint) (engine.Backend, error) {
-	return udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait,
+	return udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait, Wakeable: true,
 		Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
 }
 
@@ -213,17 +308,8 @@ func (g *eng) do(f func(now verbs.Time) error) error {
 	g.mu.Lock()
 	g.cmds = append(g.cmds, func(now verbs.Time) { done <- f(now) })
 	g.mu.Unlock()
-	g.kick()
+	g.wake()
 	return <-done
-}
-
-// kick tells a backend that waits while idle (dpdk: inside its driver
-// call, up to idle_poll) that the step has queued work, so that it runs
-// the step now; backends without a Kick wake on their own.
-func (g *eng) kick() {
-	if k, ok := g.be.(interface{ Kick() }); ok {
-		k.Kick()
-	}
 }
 
 func (g *eng) handle() uint32 {
@@ -236,10 +322,18 @@ func (g *eng) handle() uint32 {
 }
 
 // step is the application part of the loop: commands, accepted sessions,
-// posted work, completions.
+// posted work, completions. It holds mu only to run the commands and to
+// take the posted work (posting threads wait for nothing else): the core
+// and the C rings are the engine goroutine's alone.
 func (g *eng) step(now verbs.Time) (bool, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	if len(g.cmds) > 0 && g.sender != nil {
+		// What the last receive made ready (its ACK) leaves before a
+		// command destroys the QP or closes the device: the program
+		// may have seen that completion on a thread that ran the
+		// transport, before the send pass that would have sent it.
+		_ = g.sender.SendNow() // a send error is the loop's to report
+	}
 	g.running, g.cmds = g.cmds, g.running[:0]
 	for _, f := range g.running {
 		f(now)
@@ -261,13 +355,40 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 	}
 	for _, q := range g.qps {
 		if q.core != nil {
-			g.flush(now, q)
+			// Swapped, not copied: the engine posts takenX below,
+			// and the threads append to the emptied pendX meanwhile.
+			q.takenRecv, q.pendRecv = q.pendRecv, q.takenRecv[:0]
+			q.takenSend, q.pendSend = q.pendSend, q.takenSend[:0]
 		} else if q.failed != nil || q.waitUntil != 0 && now >= q.waitUntil {
 			g.failUnconnected(q)
 		}
 	}
+	g.mu.Unlock()
+	for _, q := range g.qps {
+		if len(q.takenRecv) > 0 || len(q.takenSend) > 0 {
+			g.post(now, q, q.takenRecv, q.takenSend)
+			q.takenRecv, q.takenSend = q.takenRecv[:0], q.takenSend[:0]
+		}
+	}
+	// Every CQ's completions are collected (and the send queues' slots
+	// freed) before any is pushed: a program that sees its receive
+	// completion may post at once, from another thread, and must find
+	// the slot of the send the same batch completed free.
 	for _, c := range g.cqs {
-		g.drain(c)
+		g.collect(c)
+	}
+	for _, c := range g.cqs {
+		g.pushOut(c)
+	}
+	// The channel events last, once every ring holds its completions:
+	// a program woken by one event polls the CQ it expects, which may be
+	// another (perftest's -e loops wait for any event, then poll the send
+	// CQ once), and must find its completion there.
+	for _, c := range g.cqs {
+		if c.pushed {
+			c.pushed = false
+			C.mrg_call_push(g.push, c.c, nil, 0)
+		}
 	}
 	g.raiseAsync()
 	return false, nil
@@ -290,17 +411,25 @@ func (g *eng) attach(now verbs.Time, q *qp, s verbs.Session) {
 var opcodes = [...]verbs.WROpcode{C.MRG_OP_WRITE: verbs.WRWrite, C.MRG_OP_WRITE_IMM: verbs.WRWriteImm,
 	C.MRG_OP_SEND: verbs.WRSend, C.MRG_OP_SEND_IMM: verbs.WRSendImm, C.MRG_OP_READ: verbs.WRRead}
 
-// flush posts q's waiting work to its core QP.
+// flush posts q's waiting work to its core QP (mu held).
 func (g *eng) flush(now verbs.Time, q *qp) {
-	for _, r := range q.pendRecv {
+	g.post(now, q, q.pendRecv, q.pendSend)
+	q.pendRecv, q.pendSend = q.pendRecv[:0], q.pendSend[:0]
+}
+
+// post hands receives and sends to q's core QP, receives first (a SEND
+// posted after them may be answered by one of them).
+func (g *eng) post(now verbs.Time, q *qp, recvs []C.struct_mrg_recv_wr, sends []C.struct_mrg_send_wr) {
+	for i := range recvs {
+		r := &recvs[i]
 		err := q.core.PostRecv(now, verbs.RecvWR{ID: uint64(r.wr_id),
 			Local: verbs.SGE{Addr: uint64(r.addr), Length: uint32(r.length), LKey: verbs.LKey(r.lkey)}})
 		if err != nil {
 			g.fail(q.rcq, uint64(r.wr_id), C.IBV_WC_LOC_PROT_ERR, C.IBV_WC_RECV, q.qpn)
 		}
 	}
-	q.pendRecv = q.pendRecv[:0]
-	for _, s := range q.pendSend {
+	for i := range sends {
+		s := &sends[i]
 		slot := q.seq % uint64(len(q.slots))
 		q.slots[slot] = sendSlot{wrid: uint64(s.wr_id), signaled: s.signaled != 0}
 		op := opcodes[s.opcode]
@@ -309,11 +438,10 @@ func (g *eng) flush(now verbs.Time, q *qp) {
 			RemoteAddr: uint64(s.remote_addr), RKey: verbs.RKey(s.rkey), Imm: uint32(s.imm)})
 		q.seq++
 		if err != nil {
-			q.outstanding--
+			q.outstanding.Add(-1)
 			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_LOC_PROT_ERR, sendWCOp(op), q.qpn)
 		}
 	}
-	q.pendSend = q.pendSend[:0]
 }
 
 // fail queues an error completion the core never saw (a post it refused).
@@ -322,21 +450,41 @@ func (g *eng) fail(c *cq, wrid uint64, status, op, qpn uint32) {
 		opcode: C.uint32_t(op), qp_num: C.uint32_t(qpn)})
 }
 
-var statuses = map[verbs.Status]uint32{
-	verbs.StatusSuccess: C.IBV_WC_SUCCESS, verbs.StatusLocalLengthError: C.IBV_WC_LOC_LEN_ERR,
-	verbs.StatusLocalProtError: C.IBV_WC_LOC_PROT_ERR, verbs.StatusRemoteAccessError: C.IBV_WC_REM_ACCESS_ERR,
-	verbs.StatusRemoteOpError: C.IBV_WC_REM_OP_ERR, verbs.StatusRetryExceeded: C.IBV_WC_RETRY_EXC_ERR,
-	verbs.StatusRNRRetryExceeded: C.IBV_WC_RNR_RETRY_EXC_ERR, verbs.StatusFlushed: C.IBV_WC_WR_FLUSH_ERR,
-	verbs.StatusRemoteInvalidReq: C.IBV_WC_REM_INV_REQ_ERR, verbs.StatusLocalAccessError: C.IBV_WC_LOC_ACCESS_ERR,
+// wcStatus is the ibv_wc_status of a core status (a switch, not a map:
+// it runs once per completion).
+func wcStatus(s verbs.Status) uint32 {
+	switch s {
+	case verbs.StatusSuccess:
+		return C.IBV_WC_SUCCESS
+	case verbs.StatusLocalLengthError:
+		return C.IBV_WC_LOC_LEN_ERR
+	case verbs.StatusLocalProtError:
+		return C.IBV_WC_LOC_PROT_ERR
+	case verbs.StatusRemoteAccessError:
+		return C.IBV_WC_REM_ACCESS_ERR
+	case verbs.StatusRemoteOpError:
+		return C.IBV_WC_REM_OP_ERR
+	case verbs.StatusRetryExceeded:
+		return C.IBV_WC_RETRY_EXC_ERR
+	case verbs.StatusRNRRetryExceeded:
+		return C.IBV_WC_RNR_RETRY_EXC_ERR
+	case verbs.StatusFlushed:
+		return C.IBV_WC_WR_FLUSH_ERR
+	case verbs.StatusRemoteInvalidReq:
+		return C.IBV_WC_REM_INV_REQ_ERR
+	case verbs.StatusLocalAccessError:
+		return C.IBV_WC_LOC_ACCESS_ERR
+	}
+	return C.IBV_WC_GENERAL_ERR
 }
 
 var wcOpcodes = [...]uint32{verbs.WCSend: C.IBV_WC_SEND, verbs.WCWrite: C.IBV_WC_RDMA_WRITE,
 	verbs.WCRead: C.IBV_WC_RDMA_READ, verbs.WCRecv: C.IBV_WC_RECV, verbs.WCRecvWriteImm: C.IBV_WC_RECV_RDMA_WITH_IMM}
 
-// drain moves c's core completions into its C ring: send completions get
-// back the program's wr_id, unsignaled successes are dropped (as an HCA
-// does), errors are always reported.
-func (g *eng) drain(c *cq) {
+// collect translates c's core completions into c.out: send completions
+// get back the program's wr_id, unsignaled successes are dropped (as an
+// HCA does), errors are always reported.
+func (g *eng) collect(c *cq) {
 	for {
 		n := c.core.Poll(c.buf)
 		for _, wc := range c.buf[:n] {
@@ -344,10 +492,7 @@ func (g *eng) drain(c *cq) {
 			if q == nil {
 				continue // a destroyed QP's flush
 			}
-			st, ok := statuses[wc.Status]
-			if !ok {
-				st = C.IBV_WC_GENERAL_ERR
-			}
+			st := wcStatus(wc.Status)
 			wrid := wc.WRID
 			if wc.Opcode == verbs.WCSend || wc.Opcode == verbs.WCWrite || wc.Opcode == verbs.WCRead {
 				if wc.Status == verbs.StatusLocalLengthError {
@@ -367,7 +512,7 @@ func (g *eng) drain(c *cq) {
 				}
 				q.sendSeen = true
 				s := q.slots[wc.WRID%uint64(len(q.slots))]
-				q.outstanding--
+				q.outstanding.Add(-1)
 				if !s.signaled && wc.Status == verbs.StatusSuccess {
 					continue
 				}
@@ -385,12 +530,17 @@ func (g *eng) drain(c *cq) {
 			break
 		}
 	}
+}
+
+// pushOut moves c.out into c's C ring, as much as fits.
+func (g *eng) pushOut(c *cq) {
 	for len(c.out) > 0 {
 		k := min(len(c.out), c.cap)
 		dst := unsafe.Slice(c.scratch, c.cap)
 		copy(dst, c.out[:k])
 		took := int(C.mrg_call_push(g.push, c.c, c.scratch, C.int(k)))
 		c.out = c.out[:copy(c.out, c.out[took:])]
+		c.pushed = c.pushed || took > 0
 		if took < k {
 			break // the ring is full: the rest waits for the program to poll
 		}
@@ -474,12 +624,12 @@ func (g *eng) failUnconnected(q *qp) {
 		if len(q.pendSend) > 0 {
 			s := q.pendSend[0]
 			q.pendSend = q.pendSend[1:]
-			q.outstanding--
+			q.outstanding.Add(-1)
 			g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_RETRY_EXC_ERR, sendWCOp(opcodes[s.opcode]), q.qpn)
 		}
 	}
 	for _, s := range q.pendSend {
-		q.outstanding--
+		q.outstanding.Add(-1)
 		g.fail(q.scq, uint64(s.wr_id), C.IBV_WC_WR_FLUSH_ERR, sendWCOp(opcodes[s.opcode]), q.qpn)
 	}
 	q.pendSend = q.pendSend[:0]

@@ -293,17 +293,18 @@ func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int, post
 		return C.EOPNOTSUPP
 	}
 	ws := unsafe.Slice(wr, int(n))
-	defer g.kick() // after the unlock (deferred first, runs last)
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]
 	if q == nil || q.destroyed {
+		g.mu.Unlock()
 		*posted = 0
 		return C.EINVAL
 	}
-	k := min(len(ws), q.sqDepth-q.outstanding)
+	k := min(len(ws), q.sqDepth-int(q.outstanding.Load()))
 	q.pendSend = append(q.pendSend, ws[:k]...)
-	q.outstanding += k
+	q.outstanding.Add(int64(k))
+	g.mu.Unlock()
+	g.kick()
 	*posted = C.int(k)
 	if k < len(ws) {
 		return C.ENOMEM // the send queue is full, as an HCA reports it
@@ -318,15 +319,18 @@ func MetaroceVerbsPostRecv(h C.uint32_t, wr *C.struct_mrg_recv_wr, n C.int, post
 		return C.EOPNOTSUPP
 	}
 	ws := unsafe.Slice(wr, int(n))
-	defer g.kick() // after the unlock (deferred first, runs last)
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]
 	if q == nil || q.destroyed {
+		g.mu.Unlock()
 		*posted = 0
 		return C.EINVAL
 	}
 	q.pendRecv = append(q.pendRecv, ws...)
+	g.mu.Unlock()
+	// A receive must reach the core before the SEND it is for: a loop
+	// woken by that packet would otherwise answer it with an RNR NAK.
+	g.kick()
 	*posted = n
 	return 0
 }

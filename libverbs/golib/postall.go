@@ -14,7 +14,8 @@ import "unsafe"
 // ibv_wr_complete batch (qp_ex.c): all of them, or none when the send
 // queue has no room for the whole batch (ENOMEM), as a provider rolls its
 // batch back. One crossing per batch; the engine posts them at its next
-// iteration, exactly as MetaroceVerbsPostSend's.
+// iteration, or on this thread if the loop sleeps (kick), exactly as
+// MetaroceVerbsPostSend's.
 //
 //export MetaroceVerbsPostSendAll
 func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int) C.int {
@@ -25,17 +26,19 @@ func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int) C
 	if n <= 0 {
 		return 0
 	}
-	defer g.kick() // after the unlock (deferred first, runs last)
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	q := g.qps[uint32(h)]
 	if q == nil || q.destroyed {
+		g.mu.Unlock()
 		return C.EINVAL
 	}
-	if int(n) > q.sqDepth-q.outstanding {
+	if int(n) > q.sqDepth-int(q.outstanding.Load()) {
+		g.mu.Unlock()
 		return C.ENOMEM
 	}
 	q.pendSend = append(q.pendSend, unsafe.Slice(wr, int(n))...)
-	q.outstanding += int(n)
+	q.outstanding.Add(int64(n))
+	g.mu.Unlock()
+	g.kick()
 	return 0
 }

@@ -1,10 +1,14 @@
 /*
  * cq.c: completion queues and completion channels.
  *
- * The Go side pushes completions into a CQ's ring (mrv_cq_push, on its
- * engine goroutine); ibv_poll_cq (ctx->ops.poll_cq) drains it without
- * crossing into Go. A CQ armed by ibv_req_notify_cq raises one event on
- * its channel at the next push: the channel's eventfd (semaphore mode)
+ * The Go side pushes completions into a CQ's ring (mrv_cq_push, from the
+ * thread that runs the transport's step: the engine goroutine, or a
+ * program's thread that polls or posts while it sleeps); ibv_poll_cq
+ * (ctx->ops.poll_cq) drains it without crossing into Go, except to run
+ * the transport when it finds the ring empty (cqwait.c). A CQ armed by
+ * ibv_req_notify_cq raises one event on its channel when a step has
+ * pushed completions into it, once that step has pushed into every CQ
+ * (mrv_cq_push with n 0): the channel's eventfd (semaphore mode)
  * counts events, so a blocking ibv_get_cq_event and poll() on
  * channel->fd both wake, and a FIFO says which CQ each event is for.
  */
@@ -86,6 +90,15 @@ static void raise_event(struct mrv_cq *cq)
 int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n)
 {
 	pthread_mutex_lock(&cq->mu);
+	if (n == 0) {
+		/* The Go side's step is done pushing: raise what is due. */
+		if (cq->event_due) {
+			cq->event_due = 0;
+			raise_event(cq);
+		}
+		pthread_mutex_unlock(&cq->mu);
+		return 0;
+	}
 	int k = 0;
 	for (; k < n && cq->count < cq->size; k++) {
 		struct ibv_wc *w = &cq->ring[(cq->head + cq->count) % cq->size];
@@ -99,13 +112,18 @@ int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n)
 			w->imm_data = wc[k].imm;
 			w->wc_flags = IBV_WC_WITH_IMM;
 		}
-		cq->count++;
+		/* Atomic: ibv_poll_cq reads it without the lock to see an
+		 * empty ring (release: the entry is written first). */
+		__atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELEASE);
 	}
 	if (k > 0 && cq->armed && cq->cq.channel) {
+		/* Raised at the step's end (n == 0), after every CQ's push. */
 		cq->armed = 0;
-		raise_event(cq);
+		cq->event_due = 1;
 	}
 	pthread_mutex_unlock(&cq->mu);
+	if (k > 0)
+		mrv_cq_pushed();
 	return k;
 }
 
@@ -114,20 +132,33 @@ int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct mrv_cq *cq = mrv_container_of(ibcq, struct mrv_cq, cq);
 	if (n < 0)
 		return -1;
+	if (__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE) == 0) {
+		/* Empty: no lock taken (the engine pushing into the ring never
+		 * waits for a spinning poller), and the wait of cqwait.c. */
+		mrv_cq_idle(cq);
+		return 0;
+	}
 	pthread_mutex_lock(&cq->mu);
 	int k = 0;
 	for (; k < n && cq->count > 0; k++) {
 		wc[k] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->size;
-		cq->count--;
+		__atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cq->mu);
+	if (k > 0)
+		mrv_cq_busy();
 	return k;
 }
 
 /* Solicited-only arming is treated as arming for every completion: a
  * superset of events, which verbs permits (a spurious wake-up polls
- * nothing). */
+ * nothing). As ibv_req_notify_cq(3) says, the event is for the next
+ * completion added: one already in the ring raises none (the program
+ * polls after arming). perftest's -e loops rely on that: they arm before
+ * they poll the completion their event was for, and count on one event
+ * per completion (raising one at arming for what is in the ring made
+ * ib_send_lat -e fail at once). */
 int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	(void)solicited_only;

@@ -116,6 +116,7 @@ struct mrv_cq {
 	struct ibv_wc *ring;
 	unsigned size, head, count;
 	int armed; /* ibv_req_notify_cq was called since the last event */
+	int event_due; /* armed and pushed into: raised when the push ends */
 	/* ibv_start_poll .. ibv_end_poll (cq_ex.c): the completion the read_*
 	 * calls read, taken off the ring; mu is held meanwhile. */
 	struct ibv_wc cur;
@@ -184,6 +185,12 @@ void mrv_gid(const struct mrv_endpoint *ep, union ibv_gid *gid);
 
 /* The completion sink the Go side calls (cq.c). */
 int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
+
+/* A poll that found cq empty, one that found completions, and a push
+ * into any CQ: how a polling thread waits (cqwait.c). */
+void mrv_cq_idle(struct mrv_cq *cq);
+void mrv_cq_busy(void);
+void mrv_cq_pushed(void);
 
 /* The ctx->ops entries (cq.c, qp.c). */
 int mrv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

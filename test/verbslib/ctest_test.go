@@ -55,3 +55,10 @@ func TestFork(t *testing.T) {
 		t.Fatalf("the refused child printed no reason:\n%s", stderr)
 	}
 }
+
+// TestNotify: a CQ armed while it holds completions raises its event at
+// once (perftest's -e loops arm and then poll one completion), one armed
+// empty raises one event at the next completion and none before, and
+// polling an empty CQ returns 0 promptly through the library's poll wait
+// (ctest/notify.c).
+func TestNotify(t *testing.T) { runC(t, "notify", 220) }

@@ -75,6 +75,8 @@ f.c_paths     = ProtoField.uint16("metaroce.connect.paths", "Paths")
 f.c_mtu       = ProtoField.uint16("metaroce.connect.mtu", "MTU")
 f.c_streams   = ProtoField.uint16("metaroce.connect.streams", "Streams")
 f.c_planes    = ProtoField.uint8("metaroce.connect.planes", "Planes")
+f.c_token     = ProtoField.bytes("metaroce.connect.token", "Token")
+f.proof       = ProtoField.uint64("metaroce.proof", "Proof tag (SipHash-2-4 under the receiver's token)", base.HEX)
 f.crc         = ProtoField.uint32("metaroce.crc", "CRC32C", base.HEX)
 -- The sealed modes (docs/protocol.md §17): shown, not verified.
 f.tag         = ProtoField.bytes("metaroce.tag", "AES-GCM tag")
@@ -140,7 +142,12 @@ function p.dissector(buf, pinfo, tree)
     t:add(f.path_id, buf(16, 2))
     t:add(f.path_gen, buf(18, 2))
     t:add(f.psn, buf(20, 4))
-    t:add(f.timestamp, buf(24, 8))
+    if op >= 0x10 and op ~= 0x20 and kind == "crc" then
+        -- Mode none: unsequenced packets but CONNECT carry a proof tag there (protocol.md 7.6).
+        t:add(f.proof, buf(24, 8))
+    else
+        t:add(f.timestamp, buf(24, 8))
+    end
     local body = len - HDR - trl
     local info = string.format("%s conn %d path %d", name, buf(4, 4):uint(), buf(16, 2):uint())
     if encrypted and (kind == "aead" or kind == "aead_hello") then
@@ -238,7 +245,7 @@ function p.dissector(buf, pinfo, tree)
             info = info .. " " .. (nak_status[buf(HDR + 10, 1):uint()] or "?")
         end
     elseif op == 0x20 or op == 0x21 then
-        if body ~= 16 then
+        if body ~= 32 then
             t:add_proto_expert_info(e_len)
         else
             t:add(f.node_id, buf(HDR, 8))
@@ -246,6 +253,7 @@ function p.dissector(buf, pinfo, tree)
             t:add(f.c_mtu, buf(HDR + 10, 2))
             t:add(f.c_streams, buf(HDR + 12, 2))
             t:add(f.c_planes, buf(HDR + 14, 1))
+            t:add(f.c_token, buf(HDR + 16, 16))
             info = info .. string.format(" paths %d mtu %d", buf(HDR + 8, 2):uint(), buf(HDR + 10, 2):uint())
         end
     elseif body ~= 0 then

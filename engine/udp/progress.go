@@ -1,0 +1,79 @@
+package udp
+
+import (
+	"time"
+
+	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/verbs"
+)
+
+// Progress runs the transport on the calling thread if Run's loop
+// (Config.Wakeable) is asleep, and reports whether it did; when the loop
+// is busy it does nothing (the caller then hands its work over with
+// Wake). Any goroutine or thread may call it before Close.
+//
+//   - drive 0 (a post): one App step and one send pass, so that the work
+//     just handed to the App leaves at once. No receive, no timers.
+//   - drive > 0 (a poll that found nothing): one App step, one whole Step
+//     without waiting (timers, sends, a receive) and another App step if
+//     that moved anything, as Run would; and the calling thread takes
+//     over watching the socket for drive: the loop's next waits are on
+//     Wake alone (the one under way still watches the socket), and it
+//     reads the socket itself again once drive has passed.
+//
+// Why: a verbs program's threads post and poll, and the native path's
+// application runs inside the loop. Handed to a sleeping loop, a post
+// costs an eventfd write and a thread wake-up before its packet leaves,
+// and an arriving packet a wake-up of the loop and then one of the
+// polling thread before the program sees it: on a busy host, context
+// switches of several microseconds each, which were most of the library's
+// latency over the native path. Run by the posting and polling thread,
+// the transport moves with no thread woken on the way. It is still owned
+// by one thread at a time: the loop holds the ownership except while it
+// sleeps, and Progress takes it only if it is free (it never waits).
+//
+// A deadline a post's step moves earlier than the loop's planned wake-up
+// wakes the loop (Wake), unless a polling thread drives, which runs the
+// timers itself while it polls.
+//
+// It returns false before Run has started and after Close.
+func (b *Backend) Progress(app engine.App, drive time.Duration) (bool, error) {
+	if !b.own.TryLock() {
+		return false, nil
+	}
+	defer b.own.Unlock()
+	if !b.owned || b.closed {
+		return false, nil
+	}
+	now := b.Now()
+	if _, err := app.Step(now); err != nil {
+		return true, err
+	}
+	if drive == 0 {
+		_, err := b.send(now)
+		if now >= verbs.Time(b.wk.drivenUntil.Load()) && b.t.NextDeadline() < verbs.Time(b.wk.sleepUntil.Load()) {
+			b.Wake()
+		}
+		return true, err
+	}
+	b.wk.drivenUntil.Store(int64(now.Add(drive)))
+	moved, err := b.Step(0)
+	if moved && err == nil {
+		// What arrived may need the App at once (a completion to push).
+		_, err = app.Step(b.Now())
+	}
+	return true, err
+}
+
+// SendNow sends what the transport has ready, at once, on the caller's
+// goroutine, which must own the transport: an App's Step run by Run or by
+// Progress. The verbs library calls it before it runs a command (destroy
+// a QP, close the device): an ACK the last receive queued leaves first.
+// A program may exit as soon as it has seen its last completion
+// (ibv_rc_pingpong does), and when its thread ran the transport that
+// ACK waited for the next send pass, which came after the destroy: over
+// rocev2 the peer's last SEND failed with IBV_WC_RETRY_EXC_ERR.
+func (b *Backend) SendNow() error {
+	_, err := b.send(b.Now())
+	return err
+}

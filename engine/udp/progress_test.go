@@ -1,0 +1,176 @@
+package udp
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/verbs"
+)
+
+// owed is a transport that sends one packet per unit owed and counts what
+// it receives; atomics, as the test reads them from another goroutine.
+type owed struct{ owe, got atomic.Int64 }
+
+func (o *owed) Receive(verbs.Time, []byte, verbs.RxMeta) { o.got.Add(1) }
+func (o *owed) NextPacket(_ verbs.Time, buf []byte) (verbs.TxMeta, bool) {
+	if o.owe.Load() == 0 {
+		return verbs.TxMeta{}, false
+	}
+	o.owe.Add(-1)
+	buf[0] = 3
+	return verbs.TxMeta{Len: 32, Entropy: 40000}, true
+}
+func (o *owed) NextDeadline() verbs.Time { return verbs.Never }
+func (o *owed) OnTimer(verbs.Time)       {}
+func (o *owed) MaxPacketLen() int        { return 2048 }
+
+// stepUntil steps b alone (the test goroutine owns it) until cond holds
+// or limit passes.
+func stepUntil(t *testing.T, b *Backend, limit time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(limit); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("condition not reached within %v", limit)
+		}
+		if _, err := b.Step(time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitFor polls cond every millisecond for up to limit.
+func waitFor(limit time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestProgress: Progress runs nothing before Run; while Run sleeps it runs
+// the App and sends on the caller's goroutine without waking the loop;
+// with a drive, the packets that arrive are the caller's to read (from
+// the loop's next wait on) until the drive has passed, and then the loop's again; while the loop is busy
+// it does nothing.
+func TestProgress(t *testing.T) {
+	p := newPair(t, Config{Wakeable: true, IdleWait: time.Second}, Config{})
+	b, peer := p.b[0], p.b[1]
+	tr, rx := &owed{}, &owed{}
+	if err := b.Attach(tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Attach(rx); err != nil {
+		t.Fatal(err)
+	}
+	var progSteps atomic.Int64
+	prog := engine.AppFunc(func(verbs.Time) (bool, error) { progSteps.Add(1); return false, nil })
+	if ran, err := b.Progress(prog, 0); ran || err != nil {
+		t.Fatalf("Progress before Run: %v, %v; want false", ran, err)
+	}
+	var loopSteps atomic.Int64
+	hold := make(chan struct{})
+	var holding atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) {
+			loopSteps.Add(1)
+			if holding.Load() {
+				<-hold
+			}
+			return false, nil
+		}))
+	}()
+	defer func() {
+		cancel()
+		b.Wake()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+	}()
+	asleep := func() bool { return b.wk.sleeping.Load() }
+	if !waitFor(2*time.Second, asleep) {
+		t.Fatal("the loop never went to sleep")
+	}
+	// A post: the packet leaves from this goroutine; the loop sleeps on.
+	before := loopSteps.Load()
+	tr.owe.Add(1)
+	if ran, err := b.Progress(prog, 0); !ran || err != nil {
+		t.Fatalf("Progress while the loop sleeps: %v, %v; want true", ran, err)
+	}
+	if progSteps.Load() != 1 || tr.owe.Load() != 0 {
+		t.Fatalf("Progress ran %d App steps and left %d packets owed, want 1 and 0", progSteps.Load(), tr.owe.Load())
+	}
+	stepUntil(t, peer, time.Second, func() bool { return rx.got.Load() == 1 })
+	if n := loopSteps.Load() - before; n != 0 {
+		t.Fatalf("the loop ran %d steps for a post Progress sent, want 0", n)
+	}
+	// A drive: the peer's packet is read by the driving caller, not the loop.
+	if ran, _ := b.Progress(prog, 300*time.Millisecond); !ran {
+		t.Fatal("Progress with a drive did not run")
+	}
+	// The wait under way still watches the socket; the next ones do not.
+	b.Wake()
+	time.Sleep(20 * time.Millisecond)
+	if !waitFor(time.Second, asleep) {
+		t.Fatal("the loop did not sleep again")
+	}
+	rx.owe.Add(1)
+	stepUntil(t, peer, time.Second, func() bool { return rx.owe.Load() == 0 }) // the peer sent it
+	time.Sleep(50 * time.Millisecond)
+	if tr.got.Load() != 0 {
+		t.Fatal("the loop read a packet while another thread drove")
+	}
+	if !waitFor(time.Second, func() bool { b.Progress(prog, 300*time.Millisecond); return tr.got.Load() == 1 }) {
+		t.Fatal("the driving Progress never read the packet")
+	}
+	// The drive passes: the loop reads the socket again.
+	time.Sleep(350 * time.Millisecond)
+	rx.owe.Add(1)
+	stepUntil(t, peer, time.Second, func() bool { return rx.owe.Load() == 0 })
+	if !waitFor(2*time.Second, func() bool { return tr.got.Load() == 2 }) {
+		t.Fatal("after the drive the loop did not read the next packet")
+	}
+	// A busy loop: Progress does nothing.
+	holding.Store(true)
+	b.Wake()
+	if !waitFor(2*time.Second, func() bool { return !asleep() && loopSteps.Load() > before }) {
+		t.Fatal("the loop did not wake")
+	}
+	time.Sleep(10 * time.Millisecond)
+	if ran, _ := b.Progress(prog, 0); ran {
+		t.Fatal("Progress ran while the loop was busy")
+	}
+	holding.Store(false)
+	close(hold)
+}
+
+// TestSendNow: SendNow sends what became ready (an echo of a packet just
+// received) at once, not at the next Step.
+func TestSendNow(t *testing.T) {
+	p := newPair(t, Config{}, Config{})
+	b, peer := p.b[0], p.b[1]
+	e, rx := &echo{}, &owed{}
+	if err := b.Attach(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Attach(rx); err != nil {
+		t.Fatal(err)
+	}
+	rx.owe.Add(1)
+	stepUntil(t, peer, time.Second, func() bool { return rx.owe.Load() == 0 })
+	stepUntil(t, b, time.Second, func() bool { return b.Stats().RxPackets == 1 })
+	if got := b.Stats().TxPackets; got != 0 {
+		t.Fatalf("%d packets sent by the Step that received, want 0 (the echo waits for the next)", got)
+	}
+	if err := b.SendNow(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Stats().TxPackets; got != 1 {
+		t.Fatalf("SendNow sent %d packets, want the 1 echo", got)
+	}
+}

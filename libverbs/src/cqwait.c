@@ -1,0 +1,105 @@
+/*
+ * cqwait.c: what a thread that polls an empty CQ does while it waits.
+ *
+ * A real HCA moves data without the CPU, so verbs programs spin on
+ * ibv_poll_cq. Here the transport runs on the host's cores too (the Go
+ * engine thread), and a spinning poller takes the CPU the engine needs to
+ * produce the completion it waits for: on a host with as many busy
+ * threads as cores the engine then runs only when the scheduler preempts
+ * the spinner (ib_write_bw at 4 KiB: a third of the native rate). So for
+ * MRV_SPIN_NS after its last completion, a thread whose poll finds its CQ
+ * empty runs the transport itself if the engine's loop sleeps
+ * (MetaroceVerbsProgress: receive, timers, send, push, and it watches the
+ * socket in the loop's place for the rest of the spin; no thread is woken
+ * on the way, as in the native path, whose application runs in the loop),
+ * and yields the core (to the loop, or to the peer process that has to
+ * answer, when the host has fewer free cores than busy threads); after
+ * that it sleeps on a futex
+ * until the Go side pushes a completion into any CQ (mrv_cq_pushed), at
+ * most MRV_NAP_NS per poll: ibv_poll_cq stays a non-blocking call in
+ * effect (it returns 0 within the nap), and a program that polls several
+ * CQs in turn sees each push at once.
+ *
+ * METAROCE_VERBS_SPIN_US overrides the spin phase (0: nap at the first
+ * empty poll; -1: never nap and never run the transport, spin as on an
+ * HCA).
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#include "mrv.h"
+
+#define MRV_SPIN_NS 100000 /* empty polls spin (and drive) this long before napping */
+#define MRV_NAP_NS 200000 /* one nap's bound */
+
+static uint32_t push_gen;     /* futex word: bumped by every push */
+static int push_waiters;      /* threads napping on push_gen */
+static __thread uint64_t idle_since; /* this thread's first empty poll, 0: none */
+static int64_t spin_ns = -2;  /* -2: not read yet */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t spin_limit(void)
+{
+	int64_t s = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+	if (s != -2)
+		return s;
+	const char *e = getenv("METAROCE_VERBS_SPIN_US");
+	s = MRV_SPIN_NS;
+	if (e && *e) {
+		char *end;
+		long v = strtol(e, &end, 10);
+		if (*end == 0 && v >= -1)
+			s = v < 0 ? -1 : v * 1000;
+	}
+	__atomic_store_n(&spin_ns, s, __ATOMIC_RELAXED);
+	return s;
+}
+
+void mrv_cq_busy(void) { idle_since = 0; }
+
+void mrv_cq_idle(struct mrv_cq *cq)
+{
+	int64_t spin = spin_limit();
+	if (spin < 0)
+		return;
+	uint64_t now = mono_ns();
+	if (!idle_since)
+		idle_since = now;
+	if (now - idle_since < (uint64_t)spin) {
+		/* Run the transport here if its loop sleeps (and watch the
+		 * socket for it meanwhile), and yield either way: the peer
+		 * process that answers may share this core. */
+		mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since));
+		sched_yield();
+		return;
+	}
+	/* The generation first, then the ring: a push after this load
+	 * changes push_gen and the futex does not sleep. */
+	uint32_t gen = __atomic_load_n(&push_gen, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&push_waiters, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&cq->count, __ATOMIC_SEQ_CST) == 0) {
+		struct timespec ts = {0, MRV_NAP_NS};
+		syscall(SYS_futex, &push_gen, FUTEX_WAIT_PRIVATE, gen, &ts, NULL, 0);
+	}
+	__atomic_sub_fetch(&push_waiters, 1, __ATOMIC_SEQ_CST);
+}
+
+void mrv_cq_pushed(void)
+{
+	__atomic_add_fetch(&push_gen, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&push_waiters, __ATOMIC_SEQ_CST) > 0)
+		syscall(SYS_futex, &push_gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
