@@ -112,6 +112,15 @@ enum {
 	MRG_IN_ORDER_ALIGNED_128_BYTES = 1 << 1,
 };
 
+/* What MetaroceVerbsProgress answers: it ran the transport on the caller's
+ * thread; the loop is busy running it (a poller may nap until it pushes);
+ * or neither (no loop of that kind: the caller spins). */
+enum {
+	MRG_PROGRESS_NONE = 0,
+	MRG_PROGRESS_RAN = 1,
+	MRG_PROGRESS_BUSY = 2,
+};
+
 /*
  * The calls of the Go side, resolved with dlsym by name (MRG_API lists
  * them: return type, name, arguments). Handles are non-zero uint32s;

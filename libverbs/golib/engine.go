@@ -165,18 +165,20 @@ func MetaroceVerbsKick() C.int {
 // MetaroceVerbsProgress runs the transport on the calling thread, a
 // program's poll that found its CQ empty (cqwait.c), if the loop is
 // asleep, and lets that thread watch the socket for the next driveNS
-// (the rest of its spin phase); it returns 1 if it ran.
+// (the rest of its spin phase); it returns MRG_PROGRESS_RAN if it ran,
+// MRG_PROGRESS_BUSY if the loop was running the transport (the caller
+// may nap until it pushes), MRG_PROGRESS_NONE otherwise.
 //
 //export MetaroceVerbsProgress
 func MetaroceVerbsProgress(driveNS C.int64_t) C.int {
 	g := startedEng.Load()
 	if g == nil || g.progresser == nil || driveNS <= 0 {
-		return 0
+		return C.MRG_PROGRESS_NONE
 	}
 	if ran, _ := g.progresser.Progress(g.app, time.Duration(driveNS)); ran {
-		return 1
+		return C.MRG_PROGRESS_RAN
 	}
-	return 0
+	return C.MRG_PROGRESS_BUSY
 }
 
 // startedEng is the running transport, nil before it started: a poll

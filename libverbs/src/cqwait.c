@@ -13,8 +13,9 @@
  * socket in the loop's place for the rest of the spin; no thread is woken
  * on the way, as in the native path, whose application runs in the loop),
  * and yields the core (to the loop, or to the peer process that has to
- * answer, when the host has fewer free cores than busy threads); after
- * that it sleeps on a futex
+ * answer, when the host has fewer free cores than busy threads); when the
+ * loop is busy (it runs the transport, MRG_PROGRESS_BUSY), and after the
+ * spin, it sleeps on a futex
  * until the Go side pushes a completion into any CQ (mrv_cq_pushed), at
  * most MRV_NAP_NS per poll: ibv_poll_cq stays a non-blocking call in
  * effect (it returns 0 within the nap), and a program that polls several
@@ -122,14 +123,18 @@ void mrv_cq_idle(struct mrv_cq *cq)
 		idle_since = now;
 	if (now - idle_since < (uint64_t)spin) {
 		/* Run the transport here if its loop sleeps (and watch the
-		 * socket for it meanwhile), and yield either way: the peer
-		 * process that answers may share this core. */
+		 * socket for it meanwhile), and yield: the peer process that
+		 * answers may share this core. */
 		__atomic_store_n(&sends_left, 0, __ATOMIC_RELAXED); /* this step takes them */
-		mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since));
-		sched_yield();
-		return;
-	}
-	mrv_kick_left(); /* this thread stops driving: what it left goes out */
+		if (mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since)) != MRG_PROGRESS_BUSY) {
+			sched_yield();
+			return;
+		}
+		/* The loop is busy running the transport: it pushes what this
+		 * thread waits for, and a spin here only takes its core (and
+		 * the peer's, on a host with fewer cores than busy threads). */
+	} else
+		mrv_kick_left(); /* this thread stops driving: what it left goes out */
 	/* The generation first, then the ring: a push after this load
 	 * changes push_gen and the futex does not sleep. */
 	uint32_t gen = __atomic_load_n(&push_gen, __ATOMIC_SEQ_CST);
