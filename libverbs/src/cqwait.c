@@ -39,10 +39,12 @@
 
 #define MRV_SPIN_NS 100000 /* empty polls spin (and drive) this long before napping */
 #define MRV_NAP_NS 200000 /* one nap's bound */
+#define MRV_BUSY_NS 20000 /* a loop busy this long: nap rather than spin */
 
 static uint32_t push_gen;     /* futex word: bumped by every push */
 static int push_waiters;      /* threads napping on push_gen */
 static __thread uint64_t idle_since; /* this thread's first empty poll, 0: none */
+static __thread uint64_t busy_since; /* its first poll since that found the loop busy */
 static int64_t spin_ns = -2;  /* -2: not read yet */
 
 static uint64_t mono_ns(void)
@@ -73,7 +75,7 @@ static __thread uint64_t last_poll; /* this thread's last ibv_poll_cq, 0: none *
 
 void mrv_cq_busy(void)
 {
-	idle_since = 0;
+	idle_since = busy_since = 0;
 	if (spin_limit() > 0)
 		last_poll = mono_ns();
 }
@@ -127,12 +129,20 @@ void mrv_cq_idle(struct mrv_cq *cq)
 		 * answers may share this core. */
 		__atomic_store_n(&sends_left, 0, __ATOMIC_RELAXED); /* this step takes them */
 		if (mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since)) != MRG_PROGRESS_BUSY) {
+			busy_since = 0;
 			sched_yield();
 			return;
 		}
 		/* The loop is busy running the transport: it pushes what this
-		 * thread waits for, and a spin here only takes its core (and
-		 * the peer's, on a host with fewer cores than busy threads). */
+		 * thread waits for. Briefly (a timer's step), spin on; for
+		 * longer (a stream), a spin here only takes its core (and the
+		 * peer's, on a host with fewer cores than busy threads). */
+		if (!busy_since)
+			busy_since = now;
+		if (now - busy_since < MRV_BUSY_NS) {
+			sched_yield();
+			return;
+		}
 	} else
 		mrv_kick_left(); /* this thread stops driving: what it left goes out */
 	/* The generation first, then the ring: a push after this load
