@@ -1,7 +1,6 @@
 package metaroce
 
 import (
-	"crypto/subtle"
 	"encoding/binary"
 
 	"github.com/metaroce/metaroce/verbs"
@@ -89,7 +88,5 @@ func (c *Conn) proofOK(raw []byte) bool { return raw == nil || tagOK(raw, &c.tok
 // own token t, in constant time.
 func tagOK(pkt []byte, t *Token) bool {
 	want := packetTag(pkt, t)
-	got := binary.BigEndian.Uint64(pkt[tagOff:])
-	d := want ^ got
-	return subtle.ConstantTimeEq(int32(uint32(d)|uint32(d>>32)), 0) == 1
+	return eq64(want, binary.BigEndian.Uint64(pkt[tagOff:]))
 }
