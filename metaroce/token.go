@@ -28,7 +28,8 @@ import (
 // every path's first PSN in every generation (isnKey), so a sequenced
 // packet lands in the receiver's window with probability 2^-24 per try
 // for such a sender, and with 2^-88 for one who does not know the
-// connection ids either.
+// connection ids either; one that would start a newer generation must
+// also prove the token (genproof.go), 64 bits more.
 //
 // This is mode none's protection against an attacker who cannot see the
 // handshake; an on-path attacker who saw it has the tokens. The AEAD
