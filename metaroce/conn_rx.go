@@ -207,8 +207,10 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 	// The peer is in this generation: stamps again (genproof.go).
 	p.unproven = false
 	acked := 0
+	var newest verbs.Time // the latest transmission the block retires
 	retire := func(psn PSN) {
 		if s := p.slot(psn); s.kind != slotFree && s.sent {
+			newest = max(newest, s.sentAt)
 			c.retire(p, s)
 			acked++
 		}
@@ -260,8 +262,18 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 			c.count(p)
 		}
 	}
-	if b.TSEcho <= p.lastStamp && b.TSEcho > p.delivered {
-		p.delivered = b.TSEcho
+	echo := b.TSEcho
+	if echo == 0 {
+		// Nothing stamped of this generation has reached the peer: the
+		// round that proves it (genproof.go). For loss detection the
+		// latest transmission this block retires stands in for the echo
+		// (what went before it on the path and is not acknowledged was
+		// lost); it may name a resend whose original was acknowledged,
+		// which costs at most a needless resend, and never an RTT sample.
+		echo = newest
+	}
+	if echo <= p.lastStamp && echo > p.delivered {
+		p.delivered = echo
 		for psn := p.una; psn.Less(p.next); psn++ {
 			s := p.slot(psn)
 			if s.kind != slotFree && s.sent && !s.pending && s.sentAt < p.delivered {

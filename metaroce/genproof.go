@@ -44,10 +44,11 @@ import (
 // What it costs: nothing on a path in an adopted generation (one flag
 // test each way). On a path proving its generation, the receiver echoes
 // no stamp for the proven packets (the field holds no time), so the ACKs
-// of that round give the sender no RTT sample, no stamp-based loss
-// detection and no spurious-timeout verdict; its stamps (txSlot.sentAt)
-// are still recorded, so the first stamped echo after it judges them as
-// usual. That is one round trip's samples per new generation.
+// of that round give the sender no RTT sample and no spurious-timeout
+// verdict: one round trip's samples per new generation. Loss detection
+// goes on: the sender still records its stamps (txSlot.sentAt), and an
+// ACK block with no echo uses the latest transmission it retires in the
+// echo's place (onAckBlock).
 //
 // The sealed modes (seal.go) neither send nor need the proof: the AEAD
 // tag already covers the header under a key the attacker lacks, and the

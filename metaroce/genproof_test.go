@@ -407,3 +407,35 @@ func TestGenProofRefusedSealed(t *testing.T) {
 		})
 	}
 }
+
+// TestGenProofRoundLossDetection: in the round that proves a generation
+// the peer echoes no stamp (ts_echo 0), yet a gap is still found: the
+// latest transmission an ACK block retires stands in for the echo, so a
+// probe sent before an acknowledged one and not acknowledged itself is
+// resent at once, as with stamps; no RTT sample is taken from it.
+func TestGenProofRoundLossDetection(t *testing.T) {
+	c := testConn(t, 4)
+	p := &c.tx[1]
+	now := verbs.Time(1e6)
+	c.failPath(now, p)
+	require.True(t, p.unproven, "a restarted path does not prove its generation")
+	first := p.una
+	buf := make([]byte, c.ep.MaxPacketLen())
+	for i := 0; i < 2; i++ {
+		now += 1000
+		c.sendNop(now, p, true)
+		_, ok := c.produce(now, buf)
+		require.True(t, ok, "probe %d not sent", i)
+		var h Header
+		require.NoError(t, h.Decode(buf))
+		require.NotZero(t, h.Flags&FlagGenProof, "probe %d of an unproven generation without the proof", i)
+		require.Equal(t, genProofTag(buf, &c.tokRemote), uint64(h.Timestamp))
+	}
+	srtt, gaps := p.srtt, p.c.SackGaps
+	// The second probe arrived, the first did not.
+	c.onAckBlock(now+5000, &AckBlock{Path: 1, PathGen: p.gen, Cum: first, Sack: [sackWords]uint64{1}})
+	require.False(t, p.unproven, "an ACK of the generation did not end the proof")
+	require.Equal(t, gaps+1, p.c.SackGaps, "the lost probe was not found")
+	require.True(t, p.slot(first).pending, "the lost probe is not queued for resend")
+	require.Equal(t, srtt, p.srtt, "an RTT sample without a stamp")
+}
