@@ -51,8 +51,7 @@ func (m *metricsServer) Addr() string { return m.ln.Addr().String() }
 
 // watch makes n's counters visible, labelled transport=name.
 func (m *metricsServer) watch(n *node, name string) {
-	be := n.be
-	m.col.SetBackend(name, func() metrics.Backend { return backendSnapshot(be.Stats()) })
+	m.col.SetBackend(name, func() metrics.Backend { return backendSnapshot(n.backendStats()) })
 	n.sampler = func() {
 		m.col.SetConns(name, n.snapshot())
 		m.col.SetEndpoint(name, n.kind.endpoint(n.dev))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/metaroce/metaroce/engine"
@@ -91,6 +92,10 @@ type node struct {
 	lastSample time.Time
 	// serving: the server has all its sessions; later ones are refused.
 	serving bool
+	// closedStats is what the backend had counted when close ran: a
+	// closed backend reports zeros, and the metrics endpoint may still be
+	// scraped after it (bench closes each cell's nodes before the next).
+	closedStats atomic.Pointer[engine.Stats]
 }
 
 // newNode builds the transport on be and registers a buffer of bufLen
@@ -227,5 +232,19 @@ func (n *node) poll() []verbs.WorkCompletion {
 // recvLen is the length of each posted receive.
 func (n *node) recvLen() int { return n.slot }
 
-// close releases the backend's sockets.
-func (n *node) close() { n.be.Close() }
+// close releases the backend's sockets, keeping its last counters for
+// backendStats.
+func (n *node) close() {
+	st := n.be.Stats()
+	n.closedStats.Store(&st)
+	n.be.Close()
+}
+
+// backendStats is the backend's counters, or once closed the last ones it
+// reported. Safe from any goroutine.
+func (n *node) backendStats() engine.Stats {
+	if st := n.closedStats.Load(); st != nil {
+		return *st
+	}
+	return n.be.Stats()
+}
