@@ -26,10 +26,10 @@ RACE_PKGS ?= ./engine/... ./cmd/metaroce/... ./sim/...
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: FORCE help deps build verbs verbs-golib test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells bench-verbs hugepages fuzz lint demo demo-mem experiments clean
+.PHONY: FORCE help deps build verbs verbs-golib test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells bench-verbs bench-security hugepages fuzz lint demo demo-mem experiments clean
 
 help:
-	@echo "targets: deps build verbs test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells bench-verbs hugepages fuzz lint demo demo-mem experiments clean"
+	@echo "targets: deps build verbs test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells bench-verbs bench-security hugepages fuzz lint demo demo-mem experiments clean"
 	@echo "  DPDK=0|1 builds without or with -tags dpdk (default: 1 when pkg-config finds libdpdk)"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make bench BENCH=PacketPath PKGS=./metaroce/   (metaroce per-packet cost: paths x streams x connections)"
@@ -138,6 +138,12 @@ bench-dpdk: deps hugepages
 # (scripts/verbs-ab.sh; docs/verbs.md "Performance"). VERBS_AB_ARGS="--runs 9".
 bench-verbs: build verbs
 	./scripts/verbs-ab.sh --bin $(BIN) $(VERBS_AB_ARGS)
+
+# What the sealed modes cost: perf write_bw in security.mode none, auth and
+# encrypt over UDP loopback and memif, interleaved, medians and ratios
+# (docs/security.md). SECURITY_AB_ARGS="--runs 7 --backends udp".
+bench-security: build
+	./scripts/security-ab.sh --bin $(BIN) $(SECURITY_AB_ARGS)
 
 # The four cells of issue 16 (64 B ping-pong, 64 B x32 message rate,
 # 32 KiB x8 and 1 MiB x2 goodput) for metaroce and rocev2 over memif and

@@ -16,8 +16,8 @@ const (
 )
 
 // receive handles a packet whose CRC and header checked out and whose
-// dst_conn named c. raw is the packet without the CRC, body what follows
-// the header.
+// dst_conn named c. raw is the packet without the CRC in mode none, nil
+// in the sealed modes (dispatch); body what follows the header.
 func (c *Conn) receive(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxMeta) {
 	if h.Opcode == OpReset {
 		// A RESET names, as its source, the connection id it did not know:
@@ -101,7 +101,7 @@ func (c *Conn) receive(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxM
 		// A duplicate ACCEPT, or a CLOSE_ACK we did not ask for.
 	default:
 		if h.Opcode.Sequenced() {
-			c.onSequenced(now, h, body, rx)
+			c.onSequenced(now, h, raw, body, rx)
 		}
 	}
 }
@@ -204,9 +204,13 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 	}
 	c.c.AckBlocksReceived++
 	c.pathChanged(p) // retires, samples, progress, restore, failure, re-roll
+	// The peer is in this generation: stamps again (genproof.go).
+	p.unproven = false
 	acked := 0
+	var newest verbs.Time // the latest transmission the block retires
 	retire := func(psn PSN) {
 		if s := p.slot(psn); s.kind != slotFree && s.sent {
+			newest = max(newest, s.sentAt)
 			c.retire(p, s)
 			acked++
 		}
@@ -258,8 +262,18 @@ func (c *Conn) onAckBlock(now verbs.Time, b *AckBlock) {
 			c.count(p)
 		}
 	}
-	if b.TSEcho <= p.lastStamp && b.TSEcho > p.delivered {
-		p.delivered = b.TSEcho
+	echo := b.TSEcho
+	if echo == 0 {
+		// Nothing stamped of this generation has reached the peer: the
+		// round that proves it (genproof.go). For loss detection the
+		// latest transmission this block retires stands in for the echo
+		// (what went before it on the path and is not acknowledged was
+		// lost); it may name a resend whose original was acknowledged,
+		// which costs at most a needless resend, and never an RTT sample.
+		echo = newest
+	}
+	if echo <= p.lastStamp && echo > p.delivered {
+		p.delivered = echo
 		for psn := p.una; psn.Less(p.next); psn++ {
 			s := p.slot(psn)
 			if s.kind != slotFree && s.sent && !s.pending && s.sentAt < p.delivered {
@@ -381,8 +395,8 @@ func (c *Conn) restartAfterRNR(now verbs.Time, m *txMsg, hint uint32) {
 }
 
 // onSequenced runs a sequenced packet through its path's scoreboard and,
-// if it is new, places it.
-func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMeta) {
+// if it is new, places it. raw is as for receive.
+func (c *Conn) onSequenced(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxMeta) {
 	if int(h.Path) >= len(c.rx) {
 		c.c.Malformed++
 		return
@@ -393,9 +407,11 @@ func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMe
 			r.c.StaleGeneration++
 			return
 		}
-		if !r.newGeneration(h.PathGen, h.PSN) {
+		if !r.newGeneration(h.PathGen, h.PSN) || !c.genProofOK(h, raw) {
 			// Not a generation the peer's own restarts produce
-			// (generation.go): dropped, the path goes on as it was.
+			// (generation.go), or without the proof of our token that
+			// they carry (genproof.go): dropped, the path goes on as it
+			// was.
 			r.c.GenerationsRefused++
 			c.c.StalePackets++
 			return
@@ -422,7 +438,7 @@ func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMe
 		c.heard(now)
 		r.c.DuplicatesReceived++
 		c.c.Duplicates++
-		r.tsEcho = max(r.tsEcho, h.Timestamp)
+		r.tsEcho = max(r.tsEcho, h.stamp())
 		c.queueAck(now, h.Path, true)
 		return
 	}
@@ -441,14 +457,14 @@ func (c *Conn) onSequenced(now verbs.Time, h *Header, body []byte, rx verbs.RxMe
 		return
 	}
 	r.sb.mark(h.PSN)
-	c.ep.share.onReceive(&c.ep.cfg, c, now, HeaderLen+len(body)+CRCLen, rx.CE, h.Timestamp)
+	c.ep.share.onReceive(&c.ep.cfg, c, now, HeaderLen+len(body)+CRCLen, rx.CE, h.stamp())
 	r.c.RxPackets++
 	r.c.RxBytes += uint64(len(body))
 	if rx.CE {
 		r.ecn++
 		r.c.CEReceived++
 	}
-	r.tsEcho = max(r.tsEcho, h.Timestamp)
+	r.tsEcho = max(r.tsEcho, h.stamp())
 	r.unacked++
 	c.queueAck(now, h.Path, h.Flags&FlagAckReq != 0)
 }

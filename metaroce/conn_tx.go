@@ -278,7 +278,9 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 	if retransmit {
 		h.Flags |= FlagRetransmit
 	}
+	c.needsGenProof(p, &h)
 	h.Put(buf)
+	c.putGenProof(buf, h.Flags) // after the header it covers
 	n := HeaderLen
 	if h.Opcode != OpNop {
 		mh.PayloadLen = uint16(len(payload))

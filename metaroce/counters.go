@@ -21,7 +21,7 @@ type PathCounters struct {
 	DuplicatesReceived  uint64 // sequenced packets received twice
 	OutOfWindowReceived uint64 // sequenced packets too far ahead to track
 	StaleGeneration     uint64 // packets of an old path generation
-	GenerationsRefused  uint64 // packets of a newer generation not adopted (generation.go)
+	GenerationsRefused  uint64 // packets of a newer generation not adopted (generation.go), or without its proof (genproof.go)
 	// SpuriousTimeouts: tail-loss timeouts of this path proven spurious
 	// afterwards (an ACK echoed a transmission made before the timeout:
 	// the packets were late, not lost): what Conn.patience is for.
@@ -58,7 +58,7 @@ type ConnCounters struct {
 	Malformed         uint64 // well-formed CRC but inconsistent fields
 	Duplicates        uint64
 	StalePackets      uint64 // wrong incarnation or source connection
-	BadTags           uint64 // unsequenced packets whose proof of our token failed (token.go)
+	BadTags           uint64 // packets whose proof of our token failed: an unsequenced one's tag (token.go), a new generation's proof (genproof.go)
 	AmplificationHeld uint64 // times a packet to the unproven peer waited for its budget (amplification.go)
 	OutOfWindow       uint64 // sequenced packets on an unproven connection outside its first windows (generation.go)
 	PathFailures      uint64

@@ -224,12 +224,15 @@ func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 
 // dispatch handles a packet whose CRC or seal checked and whose header
 // decoded; body is everything between the header and the trailer. raw is
-// the header and body in mode none, what a token's tag covers (token.go);
-// nil for an unsealed packet, whose AEAD tag proved more. c is the
+// the header and body in mode none (the packet as received, without its
+// CRC), what a token's tag and a generation's proof cover (token.go,
+// genproof.go); nil for an unsealed packet, whose AEAD tag proved more. c is the
 // connection dst_conn names, when the caller has looked it up; n is the
 // packet's length on the wire (amplification.go).
 func (e *Endpoint) dispatch(now verbs.Time, h *Header, raw, body []byte, rx verbs.RxMeta, c *Conn, n int) {
-	if h.Opcode.headerOnly() && len(body) != 0 {
+	if (h.Opcode.headerOnly() && len(body) != 0) || (h.Flags&FlagGenProof != 0 && !h.Opcode.Sequenced()) {
+		// A body where there is none, or a generation's proof where the
+		// timestamp field is the tag (genproof.go).
 		e.c.Malformed++
 		return
 	}

@@ -23,16 +23,18 @@ import (
 //     per try, on top of the two 32-bit connection ids (2^-128 for an
 //     attacker who does not know them).
 //   - a newer-generation NOP (or any sequenced packet): a PSN within 257
-//     of a generation's first PSN, which the tokens key: 2^-24 per try,
-//     and then it moves the path at most maxGenStep generations
-//     (generation.go), which the sender's own restarts catch up with; for
-//     an attacker who does not know the connection ids, 2^-88.
+//     of a generation's first PSN, which the tokens key (2^-24 per try),
+//     and the generation's 64-bit proof (genproof.go): 2^-88 per try, and
+//     2^-64 even for one who knows the PSNs too (genproof_test.go); and a
+//     proven one moves the path at most maxGenStep generations
+//     (generation.go), which the sender's own restarts catch up with.
 
 type forgeFixture struct {
 	w        *wirePair
 	ca, cb   *Conn
 	qa       *QueuePair
 	src, dst []byte
+	md       *verbs.MemoryRegion // the destination, whose rkey and address the attacker knows
 	cq       *verbs.CompletionQueue
 }
 
@@ -55,6 +57,7 @@ func newForgeFixture(t *testing.T, n int) *forgeFixture {
 	require.NoError(t, err)
 	md, err := pb.RegisterMR(f.dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
+	f.md = md
 	require.NoError(t, f.qa.PostSend(w.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, n), RemoteAddr: md.Addr(), RKey: md.RKey()}))
 	// Into the transfer: something placed, much still to go.
 	w.runUntil(t, func() bool { return f.cb.c.PayloadPlaced > uint64(n/8) }, w.now+1e9)
@@ -98,8 +101,9 @@ func (f *forgeFixture) inject(to *Conn, pkt []byte) {
 
 // A NOP per path and generation step (1..maxGenStep+2) at guessed PSNs,
 // 1,000 per path: none is adopted, the path goes on in its generation.
-// The control: a NOP at the next generation's first PSN, which only a
-// holder of the tokens can compute, is.
+// The controls: a NOP at the next generation's first PSN, which only a
+// holder of the tokens can compute, is refused still without the
+// generation's proof (genproof.go), and adopted with it.
 func TestForgedNewerGenerationNop(t *testing.T) {
 	f := newForgeFixture(t, 1<<20)
 	guess := verbs.NewSeededRandom(151)
@@ -117,10 +121,12 @@ func TestForgedNewerGenerationNop(t *testing.T) {
 	require.Equal(t, uint64(perPath*len(f.cb.rx)), refused, "every forged NOP was refused and counted")
 	t.Logf("%d forged newer-generation NOPs refused; in %v the transfer finished", refused, f.finish(t))
 
-	// The control.
+	// The controls.
 	r := &f.cb.rx[1]
 	f.inject(f.cb, forged(f.cb, OpNop, 1, r.gen+1, initialPSN(r.isn, r.gen+1), nil, false))
-	require.Equal(t, uint16(1), r.gen, "a NOP at the next generation's first PSN was not adopted")
+	require.Zero(t, r.gen, "a NOP at the next generation's first PSN was adopted without its proof")
+	f.inject(f.cb, forgedGen(f.cb, OpNop, 1, r.gen+1, initialPSN(r.isn, r.gen+1), nil, genProofOf))
+	require.Equal(t, uint16(1), r.gen, "a proven NOP at the next generation's first PSN was not adopted")
 }
 
 // ACKs acknowledging every outstanding PSN of every path, with rate hint 1

@@ -23,6 +23,12 @@ func FuzzEndpointReceiveSealed(f *testing.F) {
 			f.Add(append([]byte{m}, p[:len(p)-CRCLen]...))
 		}
 	}
+	// With FlagGenProof, which the sealed modes refuse (genproof.go).
+	for _, p := range fzGenProofSeeds(f, fzNewEnv(f)) {
+		for _, m := range []byte{0, 1} {
+			f.Add(append([]byte{m}, p[:len(p)-CRCLen]...))
+		}
+	}
 	f.Add([]byte{0})
 	f.Add(append([]byte{1}, make([]byte, HeaderLen)...))
 

@@ -535,6 +535,9 @@ func FuzzEndpointReceive(f *testing.F) {
 		putTag(p, HeaderLen+NakLen, &env.cb.tokLocal)
 		f.Add(p[:SealCRC(p, HeaderLen+NakLen)])
 	}
+	for _, p := range fzGenProofSeeds(f, env) {
+		f.Add(p)
+	}
 	f.Add([]byte{})
 	f.Add(make([]byte, HeaderLen+CRCLen))
 
@@ -558,8 +561,15 @@ func FuzzEndpointReceive(f *testing.F) {
 			// 4. With its proof of B's token fixed too (token.go), as the
 			// peer would send it: unsequenced packets reach their
 			// handlers, which a blind forger's (3) must not.
+			// Sequenced ones with FlagGenProof get the right proof of
+			// their generation (genproof.go), so that adopting a newer
+			// generation is reached too.
 			if op := Opcode(p[1]); op.tagged() {
 				putTag(p, len(p)-CRCLen, &e.cb.tokLocal)
+				SealCRC(p, len(p)-CRCLen)
+				b.Receive(e.w.now, p, rx)
+			} else if op.Sequenced() && HeaderFlags(binary.BigEndian.Uint16(p[2:]))&FlagGenProof != 0 {
+				binary.BigEndian.PutUint64(p[tagOff:], genProofTag(p, &e.cb.tokLocal))
 				SealCRC(p, len(p)-CRCLen)
 				b.Receive(e.w.now, p, rx)
 			}
@@ -569,4 +579,76 @@ func FuzzEndpointReceive(f *testing.F) {
 		e.run(300, 20e6)
 		e.check(t)
 	})
+}
+
+// fzGenProofSeeds are packets with FlagGenProof (genproof.go) for env's
+// live connection, which the seed exchange (generation 0 only) lacks: a
+// NOP and each captured data packet moved to the first PSN of the next
+// generation of its path, with the right proof, and with a wrong one; a
+// NOP of the current generation with the flag; and a KEEPALIVE with it
+// (refused: the flag is the sequenced packets').
+func fzGenProofSeeds(tb testing.TB, env *fzEnv) [][]byte {
+	var out [][]byte
+	seq := func(base []byte, op Opcode, path verbs.PathID, gen uint16, psn PSN, wrong bool) {
+		p := bytes.Clone(base)
+		h := Header{Opcode: op, Flags: FlagAckReq | FlagGenProof, DstConn: env.cb.LocalID(), SrcConn: env.ca.LocalID(),
+			Incarnation: fzIncA, Path: path, PathGen: gen, PSN: psn}
+		h.Put(p)
+		proof := genProofTag(p, &env.cb.tokLocal)
+		if wrong {
+			proof ^= 1
+		}
+		binary.BigEndian.PutUint64(p[tagOff:], proof)
+		out = append(out, p[:SealCRC(p, len(p)-CRCLen)])
+	}
+	nop := make([]byte, HeaderLen+CRCLen)
+	for path := verbs.PathID(0); int(path) < fzConfig().Paths; path++ {
+		isn := isnKey(&env.cb.tokRemote, &env.cb.tokLocal, int(path))
+		seq(nop, OpNop, path, 1, initialPSN(isn, 1), false)
+		seq(nop, OpNop, path, 1, initialPSN(isn, 1), true)
+		seq(nop, OpNop, path, 0, initialPSN(isn, 0), false)
+	}
+	n := 0
+	for _, p := range fzCapture(tb) {
+		op := Opcode(p[1])
+		if !op.CarriesMsg() || n >= 6 {
+			continue
+		}
+		n++
+		path := verbs.PathID(binary.BigEndian.Uint16(p[16:]))
+		isn := isnKey(&env.cb.tokRemote, &env.cb.tokLocal, int(path))
+		seq(p, op, path, 1, initialPSN(isn, 1), false)
+	}
+	ka := make([]byte, HeaderLen+CRCLen)
+	h := Header{Opcode: OpKeepalive, Flags: FlagGenProof, DstConn: env.cb.LocalID(), SrcConn: env.ca.LocalID(), Incarnation: fzIncA}
+	h.Put(ka)
+	putTag(ka, HeaderLen, &env.cb.tokLocal)
+	out = append(out, ka[:SealCRC(ka, HeaderLen)])
+	return out
+}
+
+// The FlagGenProof seeds go where they are meant to: into a fresh
+// environment, the proven ones of the next generation are adopted (the
+// data ones placed as well, or refused by placement), the wrong ones
+// counted as bad proofs, the KEEPALIVE refused as malformed.
+func TestFuzzGenProofSeeds(t *testing.T) {
+	seeds := fzGenProofSeeds(t, fzNewEnv(t))
+	adopted, bad, malformed := 0, 0, 0
+	for _, p := range seeds {
+		e := fzNewEnv(t)
+		e.w.ep[1].Receive(e.w.now, p, verbs.RxMeta{Peer: 0})
+		for i := range e.cb.rx {
+			if e.cb.rx[i].gen == 1 {
+				adopted++
+			}
+		}
+		bad += int(e.cb.c.BadTags)
+		malformed += int(e.w.ep[1].c.Malformed)
+		e.check(t)
+	}
+	paths := fzConfig().Paths
+	require.GreaterOrEqual(t, adopted, paths+1, "the proven seeds of the next generation were not adopted")
+	require.Equal(t, paths, bad, "the seeds with a wrong proof")
+	require.Equal(t, 1, malformed, "the KEEPALIVE with FlagGenProof")
+	t.Logf("%d seeds: %d adopted a generation, %d bad proofs, %d malformed", len(seeds), adopted, bad, malformed)
 }

@@ -15,12 +15,18 @@ package metaroce
 //   - carries a PSN within SackBits of that generation's first PSN, where
 //     every packet of a generation's first window lies.
 //
+//   - in mode none, proves the receiver's token in its timestamp field
+//     (FlagGenProof, genproof.go); in the sealed modes its AEAD tag did.
+//
 // and only then does its sequenced processing go on. Anything else is
 // dropped and counted (GenerationsRefused), leaving the path as it was: a
 // forger who knows the connection ids and incarnation but not the tokens
-// lands in the window with probability 257/2^32 (about 2^-24) per try, and
-// then moves the path by at most maxGenStep generations, which the real
-// sender catches up with by its own restarts, instead of freezing it.
+// lands in the window with probability 257/2^32 (about 2^-24) per try,
+// and must then guess the 64-bit proof too: 2^-88 per try. The cheap
+// checks come first, so a forger's packets cost the receiver a SipHash
+// only in the rare case they pass them. Even a proven packet moves the
+// path by at most maxGenStep generations, which the real sender catches
+// up with by its own restarts, instead of freezing it.
 
 // maxGenStep bounds how far ahead a generation may be adopted.
 const maxGenStep = 8

@@ -97,6 +97,11 @@ type txPath struct {
 	// rerolling: the path takes no new packets until its outstanding ones
 	// are settled, then restarts with a new entropy (Conn.reroll).
 	rerolling bool
+	// unproven: no ACK of the receiver has named the path's generation
+	// yet, so its sequenced packets carry the generation's proof in
+	// place of the stamp (genproof.go). False in generation 0, where
+	// both ends start.
+	unproven bool
 
 	ecnSeen uint32 // last cumulative CE count reported by the peer
 
@@ -235,6 +240,7 @@ func (p *txPath) restart() {
 	p.delivered = 0
 	p.timeouts = 0
 	p.toStamp = 0 // an old generation's ACKs are not read
+	p.unproven = true
 }
 
 // rxPath is the receiver's view of one path.

@@ -309,7 +309,9 @@ func (s *sealer) seal(e *Endpoint, c *Conn, now verbs.Time, buf []byte, n int) i
 // way of every packet (dispatch).
 func (e *Endpoint) receiveSealed(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 	var h Header
-	if h.decode(pkt, flagsKnown|flagsSeal) != nil {
+	if h.decode(pkt, flagsKnown&^FlagGenProof|flagsSeal) != nil {
+		// FlagGenProof is mode none's (genproof.go): no sealed sender
+		// sets it.
 		e.c.Malformed++
 		return
 	}

@@ -1,7 +1,6 @@
 package metaroce
 
 import (
-	"crypto/subtle"
 	"encoding/binary"
 
 	"github.com/metaroce/metaroce/verbs"
@@ -29,7 +28,8 @@ import (
 // every path's first PSN in every generation (isnKey), so a sequenced
 // packet lands in the receiver's window with probability 2^-24 per try
 // for such a sender, and with 2^-88 for one who does not know the
-// connection ids either.
+// connection ids either; one that would start a newer generation must
+// also prove the token (genproof.go), 64 bits more.
 //
 // This is mode none's protection against an attacker who cannot see the
 // handshake; an on-path attacker who saw it has the tokens. The AEAD
@@ -89,7 +89,5 @@ func (c *Conn) proofOK(raw []byte) bool { return raw == nil || tagOK(raw, &c.tok
 // own token t, in constant time.
 func tagOK(pkt []byte, t *Token) bool {
 	want := packetTag(pkt, t)
-	got := binary.BigEndian.Uint64(pkt[tagOff:])
-	d := want ^ got
-	return subtle.ConstantTimeEq(int32(uint32(d)|uint32(d>>32)), 0) == 1
+	return eq64(want, binary.BigEndian.Uint64(pkt[tagOff:]))
 }

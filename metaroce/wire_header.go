@@ -118,8 +118,13 @@ const (
 	FlagAckReq HeaderFlags = 1 << 0
 	// FlagRetransmit marks a resent packet (informational; counted).
 	FlagRetransmit HeaderFlags = 1 << 1
+	// FlagGenProof marks a sequenced packet whose timestamp field holds,
+	// instead of the stamp, the proof that lets its receiver adopt a new
+	// generation of the path (genproof.go, protocol.md §8.2). Bits 2-4
+	// are the sealed modes' (seal.go).
+	FlagGenProof HeaderFlags = 1 << 5
 	// flagsKnown is the set of flags this version defines; others must be 0.
-	flagsKnown = FlagAckReq | FlagRetransmit
+	flagsKnown = FlagAckReq | FlagRetransmit | FlagGenProof
 )
 
 // Header is the common header every packet starts with.
@@ -134,7 +139,9 @@ const (
 //	16   2  path_id      path within the connection
 //	18   2  path_gen     generation of the path's sequence space
 //	20   4  psn          per-path sequence number (0 when unsequenced)
-//	24   8  timestamp    sender's clock in ns, echoed in ACKs for RTT
+//	24   8  timestamp    sequenced: the stamp, echoed in ACKs for RTT (or,
+//	                     with FlagGenProof, a generation's proof); else the
+//	                     tag proving the receiver's token (token.go)
 type Header struct {
 	Opcode      Opcode
 	Flags       HeaderFlags

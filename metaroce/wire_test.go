@@ -157,6 +157,9 @@ func TestHeaderRoundTripAndGoldenLayout(t *testing.T) {
 			continue
 		}
 		for f := HeaderFlags(0); f <= flagsKnown; f++ {
+			if f&^flagsKnown != 0 {
+				continue
+			}
 			h := Header{Opcode: Opcode(v), Flags: f, PSN: PSN(v)}
 			h.Put(b)
 			var g Header
@@ -189,6 +192,9 @@ func TestHeaderDecodeErrors(t *testing.T) {
 		require.ErrorIs(t, g.Decode(b), ErrOpcode, "opcode 0x%02x", v)
 	}
 	for bit := 2; bit < 16; bit++ {
+		if HeaderFlags(1)<<bit&flagsKnown != 0 {
+			continue
+		}
 		b := append([]byte(nil), good...)
 		binary.BigEndian.PutUint16(b[2:], uint16(FlagAckReq)|1<<bit)
 		require.ErrorIs(t, g.Decode(b), ErrFlags, "flag bit %d", bit)

@@ -80,6 +80,9 @@ type Conn struct {
 	// original's ACK having come first. LastChunksHeld: WRITE last
 	// chunks that came before the rest and were placed last (metaroce).
 	CopiesCancelled, LastChunksHeld uint64
+	// KeyUpdates: key epochs the connection moved to, both directions
+	// (metaroce in security.mode auth or encrypt; 0 in none).
+	KeyUpdates uint64
 	// RateHintBps is the rate the peer asks this side to send at (0: no
 	// hint, not paced); Inflight its sequenced packets not yet acknowledged.
 	RateHintBps float64
@@ -187,6 +190,7 @@ var (
 	cSpurious = counter("metaroce_conn_spurious_timeouts_total", "Tail-loss timeouts a later ACK proved spurious (metaroce).", "transport", "conn")
 	cCancel   = counter("metaroce_conn_copies_cancelled_total", "Copies moved off a path and not sent: the original's ACK came first (metaroce).", "transport", "conn")
 	cHeld     = counter("metaroce_conn_last_chunks_held_total", "WRITE last chunks that came before the rest and were placed last (metaroce).", "transport", "conn")
+	cKeyUpd   = counter("metaroce_conn_key_updates_total", "Key epochs moved to, both directions (metaroce, security.mode auth or encrypt).", "transport", "conn")
 
 	pTx      = counter("metaroce_path_tx_packets_total", "Sequenced packets a path sent.", "transport", "conn", "path")
 	pTxBytes = counter("metaroce_path_tx_bytes_total", "Payload bytes a path sent.", "transport", "conn", "path")
@@ -204,7 +208,7 @@ var (
 )
 
 var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, eRxDrop, eRefused, eResets, eFailed, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
-	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, cCancel, cHeld, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
+	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, cCancel, cHeld, cKeyUpd, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
 	pWindow, pRestore, pReroll, cHint, cInfl}
 
 // Describe implements prometheus.Collector.
@@ -268,6 +272,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(cSpurious, float64(k.SpuriousTimeouts), t, k.ID)
 			emit(cCancel, float64(k.CopiesCancelled), t, k.ID)
 			emit(cHeld, float64(k.LastChunksHeld), t, k.ID)
+			emit(cKeyUpd, float64(k.KeyUpdates), t, k.ID)
 			for _, n := range k.RxDropped {
 				emit(cRxDrop, float64(n.N), t, k.ID, n.Reason)
 			}

@@ -96,6 +96,7 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
 			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
 			SpuriousTimeouts: c.SpuriousTimeouts, CopiesCancelled: c.CopiesCancelled, LastChunksHeld: c.LastChunksHeld,
+			KeyUpdates:  c.KeyUpdates,
 			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
 		// The path counters of every path the connection has (not only
 		// the first MaxPaths shown per path) add up to its totals.

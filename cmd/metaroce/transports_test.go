@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/metaroce/metaroce/engine/memlink"
 	"github.com/metaroce/metaroce/engine/mempair"
@@ -140,7 +141,10 @@ func TestMetaroceDropMetrics(t *testing.T) {
 // replays before the scoreboard; both reach the metrics copy under their
 // reasons, auth and replay, with the core's figures.
 func TestMetaroceSealedDropMetrics(t *testing.T) {
-	sec := mr.Security{Mode: mr.SecurityAuth, Secret: []byte("the metrics test's shared secret")}
+	// RekeyPackets and KeyHold small: the transfer moves through key
+	// epochs, which the metrics copy counts as key updates.
+	sec := mr.Security{Mode: mr.SecurityAuth, Secret: []byte("the metrics test's shared secret"),
+		RekeyPackets: 64, KeyHold: 2 * time.Microsecond}
 	ea, err := mr.NewEndpoint(mr.Config{Node: 1, Incarnation: 1, Paths: 4, MTU: 1024, Security: sec, Rand: verbs.NewSeededRandom(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -157,11 +161,14 @@ func TestMetaroceSealedDropMetrics(t *testing.T) {
 		got["crc"] != 0 || got["duplicate"] != 0 {
 		t.Errorf("conn %v, core auth %d replay %d", got, c.AuthFailures, c.Replays)
 	}
+	if conns[0].KeyUpdates == 0 || conns[0].KeyUpdates != c.KeyUpdates {
+		t.Errorf("key updates %d, core %d", conns[0].KeyUpdates, c.KeyUpdates)
+	}
 	ep := reasons(t, metaroceEndpoint(eb.Device()).RxDropped)
 	if ep["auth"] != eb.Counters().AuthFailures || ep["seal_mismatch"] != eb.Counters().SealMismatch {
 		t.Errorf("endpoint %v", ep)
 	}
-	t.Logf("receiver: conn %v, endpoint %v", got, ep)
+	t.Logf("receiver: conn %v, endpoint %v, key updates %d", got, ep, c.KeyUpdates)
 }
 
 // TestRoCEv2DropMetrics: the same for a RoCEv2 QP: ICRC failures, requests

@@ -195,26 +195,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *c = argv[1];
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
-		perror("socketpair");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	uint8_t timeout = 14, retry = 7;
 	int nqp = 1;
 	int killed = !strcmp(c, "fatal") || !strcmp(c, "gone");
 	if (killed)
 		timeout = 12, retry = 3, nqp = 2; /* 4.096 us x 2^12 x 4 = 67 ms */
-	pid_t child = fork();
-	if (child < 0) {
-		perror("fork");
-		return 2;
-	}
-	struct side s = {.sock = child ? sv[0] : sv[1]};
-	close(child ? sv[1] : sv[0]);
+	struct side s = {0};
+	pid_t child = pair_fork(&s);
 	if (child == 0) {
-		role = "responder";
 		pair_stop_at_rtr = !strcmp(c, "commest");
 		setup(&s, nqp, 0xee, timeout, retry, 7);
 		if (!strcmp(c, "quiet"))
@@ -223,8 +211,7 @@ int main(int argc, char **argv)
 			resp_commest(&s);
 		else if (killed)
 			pause(); /* killed by the requester */
-		int counts[2] = {passed, failed};
-		put(s.sock, counts, sizeof counts);
+		pair_send_counts(&s);
 		_exit(0);
 	}
 	setup(&s, nqp, 0, timeout, retry, 7);
@@ -242,13 +229,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!killed) {
-		int counts[2];
-		get(s.sock, counts, sizeof counts);
-		passed += counts[0], failed += counts[1];
-		int st;
-		waitpid(child, &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		pair_add_counts(&s);
+		pair_reap(child);
 	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return pair_result();
 }

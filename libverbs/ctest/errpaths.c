@@ -270,12 +270,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *c = argv[1];
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
-		perror("socketpair");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	uint8_t timeout = 14, retry = 7, rnr = 7;
 	if (!strcmp(c, "rnr0"))
 		rnr = 0;
@@ -284,15 +278,9 @@ int main(int argc, char **argv)
 	int nqp = !strcmp(c, "rkey") || !strcmp(c, "oob") || !strcmp(c, "destroy") ? 2 : 1;
 	if (!strcmp(c, "early"))
 		pair_no_sync = 1;
-	pid_t child = fork();
-	if (child < 0) {
-		perror("fork");
-		return 2;
-	}
-	struct side s = {.sock = child ? sv[0] : sv[1]};
-	close(child ? sv[1] : sv[0]);
+	struct side s = {0};
+	pid_t child = pair_fork(&s);
 	if (child == 0) {
-		role = "responder";
 		pair_die_after_exchange = !strcmp(c, "early");
 		setup(&s, nqp, 0xee, timeout, retry, rnr);
 		if (!strcmp(c, "rkey") || !strcmp(c, "oob"))
@@ -307,8 +295,7 @@ int main(int argc, char **argv)
 			resp_destroy(&s);
 		else if (!strcmp(c, "dereg"))
 			resp_dereg(&s);
-		int counts[2] = {passed, failed};
-		put(s.sock, counts, sizeof counts);
+		pair_send_counts(&s);
 		_exit(0);
 	}
 	setup(&s, nqp, 0, timeout, retry, rnr);
@@ -333,13 +320,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(c, "kill") && strcmp(c, "early")) {
-		int counts[2];
-		get(s.sock, counts, sizeof counts);
-		passed += counts[0], failed += counts[1];
-		int st;
-		waitpid(child, &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		pair_add_counts(&s);
+		pair_reap(child);
 	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return pair_result();
 }

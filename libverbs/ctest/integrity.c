@@ -183,43 +183,26 @@ static void responder(struct side *s)
 
 int main(void)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
-		perror("socketpair");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	pid_t child = fork();
-	if (child < 0) {
-		perror("fork");
-		return 2;
-	}
-	struct side s = {.sock = child ? sv[0] : sv[1]};
-	close(child ? sv[1] : sv[0]);
+	struct side s = {0};
+	pid_t child = pair_fork(&s);
 	if (child == 0) {
-		role = "responder";
 		setup(&s, 1, 0, 14, 7, 7);
 		responder(&s);
 		long drops = injected();
 		CHECK(drops >= 0);
-		int counts[2] = {passed, failed};
-		put(s.sock, counts, sizeof counts);
+		pair_send_counts(&s);
 		put(s.sock, &drops, sizeof drops);
 		_exit(0);
 	}
 	double t0 = now_ms();
 	setup(&s, 1, 0, 14, 7, 7);
 	requester(&s);
-	int counts[2];
-	get(s.sock, counts, sizeof counts);
-	passed += counts[0], failed += counts[1];
+	pair_add_counts(&s);
 	long drops[2] = {injected(), 0};
 	get(s.sock, &drops[1], sizeof drops[1]);
 	CHECK(drops[0] >= 0);
 	printf("injected drops: requester %ld, responder %ld\n", drops[0], drops[1]);
-	int st;
-	waitpid(child, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	printf("%.0f ms\n%d passed, %d failed\n", now_ms() - t0, passed, failed);
-	return failed ? 1 : 0;
+	pair_reap(child);
+	printf("%.0f ms\n", now_ms() - t0);
+	return pair_result();
 }

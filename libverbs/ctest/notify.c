@@ -143,35 +143,18 @@ static void responder(struct side *s)
 
 int main(void)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
-		perror("socketpair");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	pid_t child = fork();
-	if (child < 0) {
-		perror("fork");
-		return 2;
-	}
-	struct side s = {.sock = child ? sv[0] : sv[1]};
-	close(child ? sv[1] : sv[0]);
+	struct side s = {0};
+	pid_t child = pair_fork(&s);
 	pair_with_channel = child != 0;
 	if (child == 0) {
-		role = "responder";
 		setup(&s, 1, 0, 14, 7, 7);
 		responder(&s);
-		int counts[2] = {passed, failed};
-		put(s.sock, counts, sizeof counts);
+		pair_send_counts(&s);
 		_exit(0);
 	}
 	setup(&s, 1, 0, 14, 7, 7);
 	requester(&s);
-	int counts[2];
-	get(s.sock, counts, sizeof counts);
-	passed += counts[0], failed += counts[1];
-	int st;
-	waitpid(child, &st, 0);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	pair_add_counts(&s);
+	pair_reap(child);
+	return pair_result();
 }

@@ -1,5 +1,6 @@
 /*
- * pair.h: the two-process harness of errpaths.c and integrity.c. The
+ * pair.h: the two-process harness of the C tests (errpaths.c, integrity.c,
+ * notify.c, async.c, wrex.c). The
  * process forks before it opens the device (a child forked before the Go
  * runtime starts opens its own: fork.c); requester (parent) and responder
  * (child) each open a device, create QPs and a PAIR_BUF-byte region, swap
@@ -223,6 +224,61 @@ static inline int all(const uint8_t *b, size_t n, uint8_t v)
 		if (b[i] != v)
 			return 0;
 	return 1;
+}
+
+/* pair_fork makes the two processes, joined by a socketpair: it returns
+ * the child's pid in the parent (the requester) and 0 in the child (the
+ * responder, whose role it sets), with s->sock that process's end and
+ * stdout line-buffered so the two processes' lines do not interleave
+ * mid-line. It exits 2 when it cannot. */
+static pid_t pair_fork(struct side *s)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+		perror("socketpair");
+		exit(2);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	pid_t child = fork();
+	if (child < 0) {
+		perror("fork");
+		exit(2);
+	}
+	s->sock = child ? sv[0] : sv[1];
+	close(child ? sv[1] : sv[0]);
+	if (child == 0)
+		role = "responder";
+	return child;
+}
+
+/* pair_send_counts (responder) and pair_add_counts (requester): the
+ * responder's CHECK counts join the requester's. */
+static inline void pair_send_counts(struct side *s)
+{
+	int counts[2] = {passed, failed};
+	put(s->sock, counts, sizeof counts);
+}
+
+static inline void pair_add_counts(struct side *s)
+{
+	int counts[2];
+	get(s->sock, counts, sizeof counts);
+	passed += counts[0], failed += counts[1];
+}
+
+/* pair_reap waits for the responder, which must have exited 0. */
+static inline void pair_reap(pid_t child)
+{
+	int st;
+	waitpid(child, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* pair_result prints the tally the Go test parses; the exit status. */
+static inline int pair_result(void)
+{
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
 }
 
 #endif

@@ -478,24 +478,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *c = argv[1];
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
-		perror("socketpair");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	pair_send_ops = OPS;
 	if (!strcmp(c, "cqex"))
 		pair_cq_ex_flags = CQEX_FLAGS;
-	pid_t child = fork();
-	if (child < 0) {
-		perror("fork");
-		return 2;
-	}
-	struct side s = {.sock = child ? sv[0] : sv[1]};
-	close(child ? sv[1] : sv[0]);
+	struct side s = {0};
+	pid_t child = pair_fork(&s);
 	if (child == 0) {
-		role = "responder";
 		setup(&s, 1, 0xee, 14, 7, 7);
 		if (!strcmp(c, "ops"))
 			resp_ops(&s);
@@ -505,8 +493,7 @@ int main(int argc, char **argv)
 			resp_cqex(&s);
 		else if (!strcmp(c, "inorder"))
 			sync_peer(s.sock);
-		int counts[2] = {passed, failed};
-		put(s.sock, counts, sizeof counts);
+		pair_send_counts(&s);
 		_exit(0);
 	}
 	setup(&s, 1, 0, 14, 7, 7);
@@ -523,12 +510,7 @@ int main(int argc, char **argv)
 		kill(child, SIGKILL);
 		return 2;
 	}
-	int counts[2];
-	get(s.sock, counts, sizeof counts);
-	passed += counts[0], failed += counts[1];
-	int st;
-	waitpid(child, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	pair_add_counts(&s);
+	pair_reap(child);
+	return pair_result();
 }

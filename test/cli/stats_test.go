@@ -78,6 +78,7 @@ poll:
 		{"metaroce_conn_spurious_timeouts_total", "transport=metaroce"},
 		{"metaroce_conn_copies_cancelled_total", "transport=metaroce"},
 		{"metaroce_conn_last_chunks_held_total", "transport=metaroce"},
+		{"metaroce_conn_key_updates_total", "transport=metaroce"},
 		// Admission control's refusals, RESETs and evictions.
 		{"metaroce_endpoint_connects_refused_total", "reason=max_conns"},
 		{"metaroce_endpoint_connects_refused_total", "reason=per_peer"},

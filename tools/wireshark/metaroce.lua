@@ -30,6 +30,7 @@ f.retransmit  = ProtoField.bool("metaroce.flags.retransmit", "RETRANSMIT", 16, n
 f.sealed      = ProtoField.bool("metaroce.flags.sealed", "SEALED", 16, nil, 0x0004)
 f.encrypted   = ProtoField.bool("metaroce.flags.encrypted", "ENCRYPTED", 16, nil, 0x0008)
 f.key_phase   = ProtoField.bool("metaroce.flags.key_phase", "KEY_PHASE", 16, nil, 0x0010)
+f.gen_proof_f = ProtoField.bool("metaroce.flags.gen_proof", "GEN_PROOF", 16, nil, 0x0020)
 f.dst_conn    = ProtoField.uint32("metaroce.dst_conn", "Destination connection")
 f.src_conn    = ProtoField.uint32("metaroce.src_conn", "Source connection")
 f.incarnation = ProtoField.uint32("metaroce.incarnation", "Incarnation")
@@ -77,6 +78,7 @@ f.c_streams   = ProtoField.uint16("metaroce.connect.streams", "Streams")
 f.c_planes    = ProtoField.uint8("metaroce.connect.planes", "Planes")
 f.c_token     = ProtoField.bytes("metaroce.connect.token", "Token")
 f.proof       = ProtoField.uint64("metaroce.proof", "Proof tag (SipHash-2-4 under the receiver's token)", base.HEX)
+f.gen_proof   = ProtoField.uint64("metaroce.gen_proof", "Generation proof (SipHash-2-4 under the receiver's token, no stamp)", base.HEX)
 f.crc         = ProtoField.uint32("metaroce.crc", "CRC32C", base.HEX)
 -- The sealed modes (docs/protocol.md §17): shown, not verified.
 f.tag         = ProtoField.bytes("metaroce.tag", "AES-GCM tag")
@@ -136,20 +138,29 @@ function p.dissector(buf, pinfo, tree)
     fl:add(f.sealed, buf(2, 2))
     fl:add(f.encrypted, buf(2, 2))
     fl:add(f.key_phase, buf(2, 2))
+    fl:add(f.gen_proof_f, buf(2, 2))
     t:add(f.dst_conn, buf(4, 4))
     t:add(f.src_conn, buf(8, 4))
     t:add(f.incarnation, buf(12, 4))
     t:add(f.path_id, buf(16, 2))
     t:add(f.path_gen, buf(18, 2))
     t:add(f.psn, buf(20, 4))
+    local gen_proof = math.floor(flags / 32) % 2 == 1
     if op >= 0x10 and op ~= 0x20 and kind == "crc" then
         -- Mode none: unsequenced packets but CONNECT carry a proof tag there (protocol.md 7.6).
         t:add(f.proof, buf(24, 8))
+    elseif gen_proof and op >= 0x01 and op <= 0x07 then
+        -- GEN_PROOF: a sequenced packet of a generation its receiver has not
+        -- acknowledged yet proves it there instead of a stamp (protocol.md 8.2).
+        t:add(f.gen_proof, buf(24, 8))
     else
         t:add(f.timestamp, buf(24, 8))
     end
     local body = len - HDR - trl
     local info = string.format("%s conn %d path %d", name, buf(4, 4):uint(), buf(16, 2):uint())
+    if gen_proof then
+        info = info .. string.format(" gen %d (proof)", buf(18, 2):uint())
+    end
     if encrypted and (kind == "aead" or kind == "aead_hello") then
         -- Mode encrypt: everything after the header is enciphered.
         if body > 0 then
