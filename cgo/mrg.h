@@ -112,6 +112,15 @@ enum {
 	MRG_IN_ORDER_ALIGNED_128_BYTES = 1 << 1,
 };
 
+/* What MetaroceVerbsProgress answers: it ran the transport on the caller's
+ * thread; the loop is busy running it (a poller may nap until it pushes);
+ * or neither (no loop of that kind: the caller spins). */
+enum {
+	MRG_PROGRESS_NONE = 0,
+	MRG_PROGRESS_RAN = 1,
+	MRG_PROGRESS_BUSY = 2,
+};
+
 /*
  * The calls of the Go side, resolved with dlsym by name (MRG_API lists
  * them: return type, name, arguments). Handles are non-zero uint32s;
@@ -121,6 +130,11 @@ enum {
  * MetaroceVerbsPostSend queues as many of the n work requests as the send
  * queue has room for (*posted; ENOMEM if not all), ibv_post_send's rule;
  * MetaroceVerbsPostSendAll, one ibv_wr_complete batch, all or none.
+ * Both write *deferred 1 when they left the work to a thread that polls:
+ * the caller's own (lazy: it polled within the spin, cqwait.c) or the one
+ * that drives the transport from its polls; it goes out at that thread's
+ * next empty poll, and the C side calls MetaroceVerbsKick before the
+ * program may stop polling.
  * MetaroceVerbsAsyncInit hands over the event sink (once, at load).
  * MetaroceVerbsDataInOrder writes MRG_IN_ORDER_* bits for opcode op
  * (MRG_OP_*) under the transport ibv_open_device read.
@@ -138,12 +152,13 @@ enum {
 				       int sq_depth, int rq_depth, uint32_t *handle, uint32_t *qpn)) \
 	X(int, MetaroceVerbsModifyQP, (uint32_t qp, const struct mrg_qp_attr *attr, char *err, int errlen)) \
 	X(int, MetaroceVerbsDestroyQP, (uint32_t qp))                                          \
-	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int *posted)) \
+	X(int, MetaroceVerbsPostSend, (uint32_t qp, const struct mrg_send_wr *wr, int n, int lazy, int *posted, int *deferred)) \
 	X(int, MetaroceVerbsPostRecv, (uint32_t qp, const struct mrg_recv_wr *wr, int n, int *posted)) \
-	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n))          \
+	X(int, MetaroceVerbsPostSendAll, (uint32_t qp, const struct mrg_send_wr *wr, int n, int lazy, int *deferred)) \
 	X(int, MetaroceVerbsAsyncInit, (mrg_async_fn fn))                                              \
 	X(int, MetaroceVerbsDataInOrder, (int op, uint32_t *caps))                                         \
-	X(int, MetaroceVerbsProgress, (int64_t drive_ns))
+	X(int, MetaroceVerbsProgress, (int64_t drive_ns))                                      \
+	X(int, MetaroceVerbsKick, (void))
 
 #define MRG_DECLARE(ret, name, args) typedef ret(*name##_fn) args;
 MRG_API(MRG_DECLARE)

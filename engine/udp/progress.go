@@ -65,6 +65,24 @@ func (b *Backend) Progress(app engine.App, drive time.Duration) (bool, error) {
 	return true, err
 }
 
+// Driven reports whether a thread that polls drives the transport now: a
+// Progress with a drive ran within the last drive, so that thread runs
+// the App again at its next poll that finds nothing, and the loop waits
+// for Wake alone until the drive has passed. Any goroutine or thread may
+// call it; it is false unless Config.Wakeable was set.
+//
+// Why: the verbs library's posts run the App and a send pass each
+// (Progress with drive 0) when the loop sleeps, one send system call per
+// work request. A program that posts a burst and then polls (perftest's
+// ib_write_bw, 100 WRs between completions) is better served by leaving
+// the burst to its own next poll, which takes all of it in one App step
+// and sends it in batches of Burst, as the native path's loop does. Work
+// left that way waits at most until the drive passes: then the loop runs
+// the App itself.
+func (b *Backend) Driven() bool {
+	return b.wk.efd > 0 && b.Now() < verbs.Time(b.wk.drivenUntil.Load())
+}
+
 // SendNow sends what the transport has ready, at once, on the caller's
 // goroutine, which must own the transport: an App's Step run by Run or by
 // Progress. The verbs library calls it before it runs a command (destroy

@@ -71,6 +71,9 @@ func TestProgress(t *testing.T) {
 	if ran, err := b.Progress(prog, 0); ran || err != nil {
 		t.Fatalf("Progress before Run: %v, %v; want false", ran, err)
 	}
+	if b.Driven() {
+		t.Fatal("Driven before any drive")
+	}
 	var loopSteps atomic.Int64
 	hold := make(chan struct{})
 	var holding atomic.Bool
@@ -110,8 +113,14 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("the loop ran %d steps for a post Progress sent, want 0", n)
 	}
 	// A drive: the peer's packet is read by the driving caller, not the loop.
+	if b.Driven() {
+		t.Fatal("Driven after a post's Progress (no drive)")
+	}
 	if ran, _ := b.Progress(prog, 300*time.Millisecond); !ran {
 		t.Fatal("Progress with a drive did not run")
+	}
+	if !b.Driven() {
+		t.Fatal("not Driven during a drive")
 	}
 	// The wait under way still watches the socket; the next ones do not.
 	b.Wake()
@@ -130,6 +139,9 @@ func TestProgress(t *testing.T) {
 	}
 	// The drive passes: the loop reads the socket again.
 	time.Sleep(350 * time.Millisecond)
+	if b.Driven() {
+		t.Fatal("still Driven after the drive passed")
+	}
 	rx.owe.Add(1)
 	stepUntil(t, peer, time.Second, func() bool { return rx.owe.Load() == 0 })
 	if !waitFor(2*time.Second, func() bool { return tr.got.Load() == 2 }) {

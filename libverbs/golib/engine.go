@@ -75,7 +75,11 @@ type eng struct {
 	// progresser runs the transport on a posting or polling thread while
 	// the loop sleeps (nil for a backend that cannot); app is g.step.
 	progresser progresser
-	app        engine.App
+	// driven tells whether a polling thread drives the transport (nil
+	// for a backend that cannot): then a post leaves its work to that
+	// thread's next empty poll (kickSend).
+	driven driven
+	app    engine.App
 	// sender sends the transport's ready packets from inside a step (nil
 	// for a backend that cannot).
 	sender sender
@@ -104,6 +108,10 @@ type progresser interface {
 	Progress(app engine.App, drive time.Duration) (bool, error)
 }
 
+// driven is a backend that says whether another thread drives it now
+// (udp.Backend.Driven).
+type driven interface{ Driven() bool }
+
 // wake makes the engine goroutine run the work just queued now.
 func (g *eng) wake() {
 	if g.waker != nil {
@@ -122,21 +130,55 @@ func (g *eng) kick() {
 	g.wake()
 }
 
+// kickSend gets posted send work moving, or leaves it to a thread that
+// polls: the posting thread itself (lazy: it polled within its spin,
+// cqwait.c) or the one that drives the transport (udp.Backend.Driven),
+// which takes it at its next poll that finds its CQ empty, with whatever
+// else was posted by then, in one step whose send pass batches the
+// packets, as the native path's loop does. Each post running a step and a
+// send system call of its own cost ib_write_bw a fifth of its rate at 4
+// KiB (docs/verbs.md). It reports whether it left the work (the C side
+// then kicks before the program may stop polling).
+func (g *eng) kickSend(lazy bool) bool {
+	if g.progresser != nil && (lazy || g.driven != nil && g.driven.Driven()) {
+		return true
+	}
+	g.kick()
+	return false
+}
+
+// MetaroceVerbsKick gets the send work left by kickSend moving now: the
+// C side calls it before the program may stop polling (it arms a CQ or
+// waits for a channel event), so that the work does not wait for the
+// drive to pass.
+//
+//export MetaroceVerbsKick
+func MetaroceVerbsKick() C.int {
+	g := startedEng.Load()
+	if g == nil {
+		return 0
+	}
+	g.kick()
+	return 0
+}
+
 // MetaroceVerbsProgress runs the transport on the calling thread, a
 // program's poll that found its CQ empty (cqwait.c), if the loop is
 // asleep, and lets that thread watch the socket for the next driveNS
-// (the rest of its spin phase); it returns 1 if it ran.
+// (the rest of its spin phase); it returns MRG_PROGRESS_RAN if it ran,
+// MRG_PROGRESS_BUSY if the loop was running the transport (the caller
+// may nap until it pushes), MRG_PROGRESS_NONE otherwise.
 //
 //export MetaroceVerbsProgress
 func MetaroceVerbsProgress(driveNS C.int64_t) C.int {
 	g := startedEng.Load()
 	if g == nil || g.progresser == nil || driveNS <= 0 {
-		return 0
+		return C.MRG_PROGRESS_NONE
 	}
 	if ran, _ := g.progresser.Progress(g.app, time.Duration(driveNS)); ran {
-		return 1
+		return C.MRG_PROGRESS_RAN
 	}
-	return 0
+	return C.MRG_PROGRESS_BUSY
 }
 
 // startedEng is the running transport, nil before it started: a poll
@@ -290,6 +332,7 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 		g.waker = kickWaker{k}
 	}
 	g.progresser, _ = be.(progresser)
+	g.driven, _ = be.(driven)
 	g.sender, _ = be.(sender)
 	g.app = engine.AppFunc(g.step)
 	return g, nil

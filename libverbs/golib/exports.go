@@ -284,10 +284,12 @@ func MetaroceVerbsDestroyQP(h C.uint32_t) C.int {
 }
 
 // MetaroceVerbsPostSend queues n send work requests (one crossing per
-// ibv_post_send call); the engine posts them at its next iteration.
+// ibv_post_send call); they go out on this thread if the loop sleeps, at
+// the loop's next iteration if it is busy, or at the next empty poll of
+// this thread (lazy) or of the one that drives (*deferred 1; kickSend).
 //
 //export MetaroceVerbsPostSend
-func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int, posted *C.int) C.int {
+func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n, lazy C.int, posted, deferred *C.int) C.int {
 	g := getEng()
 	if g == nil {
 		return C.EOPNOTSUPP
@@ -304,7 +306,10 @@ func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int, post
 	q.pendSend = append(q.pendSend, ws[:k]...)
 	q.outstanding.Add(int64(k))
 	g.mu.Unlock()
-	g.kick()
+	*deferred = 0
+	if k > 0 && g.kickSend(lazy != 0) {
+		*deferred = 1
+	}
 	*posted = C.int(k)
 	if k < len(ws) {
 		return C.ENOMEM // the send queue is full, as an HCA reports it

@@ -14,15 +14,16 @@ import "unsafe"
 // ibv_wr_complete batch (qp_ex.c): all of them, or none when the send
 // queue has no room for the whole batch (ENOMEM), as a provider rolls its
 // batch back. One crossing per batch; the engine posts them at its next
-// iteration, or on this thread if the loop sleeps (kick), exactly as
-// MetaroceVerbsPostSend's.
+// iteration, on this thread if the loop sleeps, or at the next empty
+// poll of this thread or of the driving one (kickSend), exactly as MetaroceVerbsPostSend's.
 //
 //export MetaroceVerbsPostSendAll
-func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int) C.int {
+func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n, lazy C.int, deferred *C.int) C.int {
 	g := getEng()
 	if g == nil {
 		return C.EOPNOTSUPP
 	}
+	*deferred = 0
 	if n <= 0 {
 		return 0
 	}
@@ -39,6 +40,8 @@ func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n C.int) C
 	q.pendSend = append(q.pendSend, unsafe.Slice(wr, int(n))...)
 	q.outstanding.Add(int64(n))
 	g.mu.Unlock()
-	g.kick()
+	if g.kickSend(lazy != 0) {
+		*deferred = 1
+	}
 	return 0
 }

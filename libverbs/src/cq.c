@@ -168,6 +168,9 @@ int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	pthread_mutex_lock(&cq->mu);
 	cq->armed = 1;
 	pthread_mutex_unlock(&cq->mu);
+	/* The program may wait for the event rather than poll: sends left to
+	 * a driving poller go out now. */
+	mrv_kick_left();
 	return 0;
 }
 
@@ -240,6 +243,7 @@ MRV_EXPORT int mrv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 		return -1;
 	}
 	struct mrv_channel *ch = mrv_container_of(channel, struct mrv_channel, ch);
+	mrv_kick_left(); /* nothing posted waits for a poll while this blocks */
 	for (;;) {
 		uint64_t v;
 		if (read(channel->fd, &v, sizeof v) != sizeof v)

@@ -13,8 +13,9 @@
  * socket in the loop's place for the rest of the spin; no thread is woken
  * on the way, as in the native path, whose application runs in the loop),
  * and yields the core (to the loop, or to the peer process that has to
- * answer, when the host has fewer free cores than busy threads); after
- * that it sleeps on a futex
+ * answer, when the host has fewer free cores than busy threads); when the
+ * loop is busy (it runs the transport, MRG_PROGRESS_BUSY), and after the
+ * spin, it sleeps on a futex
  * until the Go side pushes a completion into any CQ (mrv_cq_pushed), at
  * most MRV_NAP_NS per poll: ibv_poll_cq stays a non-blocking call in
  * effect (it returns 0 within the nap), and a program that polls several
@@ -38,10 +39,12 @@
 
 #define MRV_SPIN_NS 100000 /* empty polls spin (and drive) this long before napping */
 #define MRV_NAP_NS 200000 /* one nap's bound */
+#define MRV_BUSY_NS 20000 /* a loop busy this long: nap rather than spin */
 
 static uint32_t push_gen;     /* futex word: bumped by every push */
 static int push_waiters;      /* threads napping on push_gen */
 static __thread uint64_t idle_since; /* this thread's first empty poll, 0: none */
+static __thread uint64_t busy_since; /* its first poll since that found the loop busy */
 static int64_t spin_ns = -2;  /* -2: not read yet */
 
 static uint64_t mono_ns(void)
@@ -68,7 +71,47 @@ static int64_t spin_limit(void)
 	return s;
 }
 
-void mrv_cq_busy(void) { idle_since = 0; }
+static __thread uint64_t last_poll; /* this thread's last ibv_poll_cq, 0: none */
+
+void mrv_cq_busy(void)
+{
+	idle_since = busy_since = 0;
+	if (spin_limit() > 0)
+		last_poll = mono_ns();
+}
+
+/*
+ * A thread that polls its CQ will poll again soon: a program posts a burst
+ * of work requests between polls (perftest's ib_write_bw: 100 between two
+ * completions at -t 128) or one between two polls (a ping-pong), and its
+ * next poll that finds nothing runs the transport (mrv_cq_idle), taking
+ * the whole burst in one step whose send pass batches the packets. So the
+ * posts of a thread that polled within the spin leave their work to that
+ * poll (MetaroceVerbsPostSend's lazy) instead of each running a step and
+ * a send system call of its own. What could leave it waiting: a thread
+ * that posts and then stops polling. Our calls that may block kick it out
+ * first (mrv_kick_left: a nap, ibv_req_notify_cq, ibv_get_cq_event); a
+ * thread that leaves the library altogether (computes, waits on a socket)
+ * leaves it to the loop's next iteration: at the next packet, timer or
+ * idle wait (1 ms) at the latest.
+ */
+int mrv_will_poll(void)
+{
+	int64_t spin = spin_limit();
+	return spin > 0 && last_poll && mono_ns() - last_poll < (uint64_t)spin;
+}
+
+/* Set by a post whose work the Go side left to a poll; the next empty
+ * poll's MetaroceVerbsProgress takes it, and so does mrv_kick_left. */
+static int sends_left;
+
+void mrv_sends_left(void) { __atomic_store_n(&sends_left, 1, __ATOMIC_RELAXED); }
+
+void mrv_kick_left(void)
+{
+	if (__atomic_load_n(&sends_left, __ATOMIC_RELAXED) && __atomic_exchange_n(&sends_left, 0, __ATOMIC_ACQ_REL))
+		mrg.MetaroceVerbsKick();
+}
 
 void mrv_cq_idle(struct mrv_cq *cq)
 {
@@ -76,16 +119,32 @@ void mrv_cq_idle(struct mrv_cq *cq)
 	if (spin < 0)
 		return;
 	uint64_t now = mono_ns();
+	if (spin > 0)
+		last_poll = now;
 	if (!idle_since)
 		idle_since = now;
 	if (now - idle_since < (uint64_t)spin) {
 		/* Run the transport here if its loop sleeps (and watch the
-		 * socket for it meanwhile), and yield either way: the peer
-		 * process that answers may share this core. */
-		mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since));
-		sched_yield();
-		return;
-	}
+		 * socket for it meanwhile), and yield: the peer process that
+		 * answers may share this core. */
+		__atomic_store_n(&sends_left, 0, __ATOMIC_RELAXED); /* this step takes them */
+		if (mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since)) != MRG_PROGRESS_BUSY) {
+			busy_since = 0;
+			sched_yield();
+			return;
+		}
+		/* The loop is busy running the transport: it pushes what this
+		 * thread waits for. Briefly (a timer's step), spin on; for
+		 * longer (a stream), a spin here only takes its core (and the
+		 * peer's, on a host with fewer cores than busy threads). */
+		if (!busy_since)
+			busy_since = now;
+		if (now - busy_since < MRV_BUSY_NS) {
+			sched_yield();
+			return;
+		}
+	} else
+		mrv_kick_left(); /* this thread stops driving: what it left goes out */
 	/* The generation first, then the ring: a push after this load
 	 * changes push_gen and the futex does not sleep. */
 	uint32_t gen = __atomic_load_n(&push_gen, __ATOMIC_SEQ_CST);

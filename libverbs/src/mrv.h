@@ -191,6 +191,14 @@ int mrv_cq_push(struct mrv_cq *cq, const struct mrg_wc *wc, int n);
 void mrv_cq_idle(struct mrv_cq *cq);
 void mrv_cq_busy(void);
 void mrv_cq_pushed(void);
+/* mrv_will_poll: this thread polled within the spin and will run the
+ * transport at its next empty poll (a post may leave its work to it).
+ * mrv_sends_left: a post left its work to a poll (mrg.h: *deferred);
+ * mrv_kick_left gets such work moving before the
+ * program may stop polling (it arms a CQ, waits for a channel event). */
+int mrv_will_poll(void);
+void mrv_sends_left(void);
+void mrv_kick_left(void);
 
 /* The ctx->ops entries (cq.c, qp.c). */
 int mrv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

@@ -319,11 +319,13 @@ int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			s->lkey = w->sg_list[0].lkey;
 		}
 	}
-	int posted = 0;
+	int posted = 0, deferred = 0;
 	if (n > 0) {
-		int e = mrg.MetaroceVerbsPostSend(ibqp->handle, q->sbuf, n, &posted);
+		int e = mrg.MetaroceVerbsPostSend(ibqp->handle, q->sbuf, n, mrv_will_poll(), &posted, &deferred);
 		if (e && !err)
 			err = e;
+		if (deferred)
+			mrv_sends_left();
 	}
 	pthread_mutex_unlock(&q->mu);
 	if (err) {

@@ -101,11 +101,13 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	struct mrv_qp *q = to_xqp(qpx);
 	if (!q->wr_open)
 		return EINVAL; /* no ibv_wr_start: the mutex is not ours */
-	int err = q->wr_err;
+	int err = q->wr_err, deferred = 0;
 	if (!err && q->wr_n > 0) /* an empty batch posts nothing, in any state */
 		err = q->qp.state != IBV_QPS_RTS ? EINVAL
-						 : mrg.MetaroceVerbsPostSendAll(q->qp.handle, q->sbuf, q->wr_n);
+						 : mrg.MetaroceVerbsPostSendAll(q->qp.handle, q->sbuf, q->wr_n, mrv_will_poll(), &deferred);
 	end_batch(q);
+	if (deferred)
+		mrv_sends_left();
 	return err;
 }
 
