@@ -30,8 +30,10 @@ static void mr_ext_free_cb(void *addr, void *opaque)
 // mr_ext_chain_bulk builds n three-segment packets in one call: packet i
 // is heads[i] (its headers, data_len set), then pays[i] attached to the
 // external buffer [addrs[i], addrs[i]+lens[i]) through slot slots[i], then
-// trails[i] (its bytes, data_len set). The slot's region counter was
-// raised by the caller; the free callback lowers it.
+// trails[i] (its bytes, data_len set). The caller raised the slot's
+// attached count (so that the slot reads as held from the moment Chain
+// takes it, before this call) and the region's counter; the free callback
+// raises released and lowers the region's counter.
 static void mr_ext_chain_bulk(uintptr_t heads, uintptr_t pays, uintptr_t trails, uintptr_t slotbase,
 	const uint64_t *addrs, const uint16_t *lens, const uint32_t *slots, const uintptr_t *regions, unsigned n)
 {
@@ -45,7 +47,6 @@ static void mr_ext_chain_bulk(uintptr_t heads, uintptr_t pays, uintptr_t trails,
 		s->shinfo.fcb_opaque = s;
 		s->region = (uint32_t *)regions[i];
 		rte_mbuf_ext_refcnt_set(&s->shinfo, 1);
-		s->attached++;
 		rte_pktmbuf_attach_extbuf(p, addr, rte_mem_virt2iova(addr), lens[i], &s->shinfo);
 		p->data_len = lens[i];
 		p->pkt_len = lens[i];
@@ -237,6 +238,7 @@ func (x *ExtTX) Chain(head, pay, trail *dpdk.Mbuf, b []byte, r *Region) bool {
 	id := x.free[len(x.free)-1]
 	x.free = x.free[:len(x.free)-1]
 	x.busy[id] = true
+	x.slot(id).attached++ // held from now: ReclaimOrdered must not take it back before Flush
 	x.order[(x.oHead+x.oLen)%x.n] = id
 	x.oLen++
 	x.heads, x.pays, x.trails = append(x.heads, head), append(x.pays, pay), append(x.trails, trail)
