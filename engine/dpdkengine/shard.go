@@ -171,7 +171,7 @@ func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, err
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
 	}
-	if err := s.setupZeroCopy(); err != nil {
+	if err := s.setupZeroCopy(cfg); err != nil {
 		return nil, err
 	}
 	for _, p := range e.ports {

@@ -45,8 +45,7 @@ func zeroCopyUsable(p *port) bool { return p.multiSeg && !p.udpSoft }
 
 // setupZeroCopy turns zero-copy on when the configuration asks for it and
 // the transport and every port allow it.
-func (s *Shard) setupZeroCopy() error {
-	cfg := s.e.cfg
+func (s *Shard) setupZeroCopy(cfg Config) error {
 	if cfg.ZeroCopyMin <= 0 {
 		return nil
 	}
