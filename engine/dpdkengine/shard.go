@@ -141,6 +141,7 @@ type Shard struct {
 	ext   *mempool.ExtTX
 	scat  scatterer
 	zcMin int
+	zcOn  bool // ext was set up (ext is nil again after the shard stops)
 	scats []metaroce.Scatter
 }
 

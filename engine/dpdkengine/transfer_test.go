@@ -402,6 +402,11 @@ func TestMemifTransferImpaired(t *testing.T) {
 		t.Logf("shard %d stopped: zero-copy %d, fallbacks %v, in flight %d", i, c.ZeroCopySent, c.ZeroCopyFallback, c.ZeroCopyInFlight)
 		require.Equal(t, zc[i].ZeroCopySent, c.ZeroCopySent, "shard %d lent Go memory", i)
 		require.Zero(t, c.ZeroCopyInFlight, "shard %d: payloads still lent", i)
+		st := sh.Stats() // what the CLI's Prometheus metrics read
+		require.True(t, st.ZeroCopy)
+		require.Equal(t, c.ZeroCopySent, st.ZeroCopySent)
+		require.Equal(t, c.ZeroCopyFallback[ZCNoSlot], st.ZeroCopyFallbackSlots)
+		require.Equal(t, c.ZeroCopyFallback[ZCNotDPDKMemory], st.ZeroCopyFallbackMemory)
 	}
 	a, b := p.sh[0].pub, p.sh[1].pub
 	require.GreaterOrEqual(t, a.ZeroCopyFallback[ZCNotDPDKMemory], uint64((256<<10)/1024))

@@ -62,13 +62,14 @@ func (s *Shard) setupZeroCopy(cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("dpdk engine: zero-copy slots: %w", err)
 	}
-	s.ext, s.scat, s.zcMin = x, sc, max(cfg.ZeroCopyMin, 1)
+	s.ext, s.scat, s.zcMin, s.zcOn = x, sc, max(cfg.ZeroCopyMin, 1), true
 	s.scats = make([]metaroce.Scatter, cfg.Burst)
 	return nil
 }
 
 // ZeroCopy reports whether the shard sends large payloads by reference.
-func (s *Shard) ZeroCopy() bool { return s.ext != nil }
+// Safe from any goroutine (fixed when the shard is made).
+func (s *Shard) ZeroCopy() bool { return s.zcOn }
 
 // takeSpare pops a spare mbuf, refilling the spares when empty (a counted
 // driver call); nil when the pool is empty.
