@@ -17,6 +17,22 @@ struct mr_ext_slot {
 	uint32_t *region; // the region's in-flight count (C memory), or NULL
 };
 
+// mr_iova is addr's IO address. rte_mem_virt2iova would read
+// /proc/self/pagemap (a system call per packet) when the EAL runs with
+// physical addresses (hugepages without an IOMMU); DPDK's own memory
+// knows its IO addresses (the memseg, found without a system call), so
+// ask it, the VA case aside. (rte_malloc_virt2iova takes only the start
+// of an allocation, not an address inside one.)
+static inline rte_iova_t mr_iova(void *addr)
+{
+	if (rte_eal_iova_mode() == RTE_IOVA_VA)
+		return (rte_iova_t)(uintptr_t)addr;
+	const struct rte_memseg *ms = rte_mem_virt2memseg(addr, NULL);
+	if (ms == NULL || ms->iova == RTE_BAD_IOVA)
+		return RTE_BAD_IOVA;
+	return ms->iova + RTE_PTR_DIFF(addr, ms->addr);
+}
+
 static void mr_ext_free_cb(void *addr, void *opaque)
 {
 	(void)addr;
@@ -47,7 +63,7 @@ static void mr_ext_chain_bulk(uintptr_t heads, uintptr_t pays, uintptr_t trails,
 		s->shinfo.fcb_opaque = s;
 		s->region = (uint32_t *)regions[i];
 		rte_mbuf_ext_refcnt_set(&s->shinfo, 1);
-		rte_pktmbuf_attach_extbuf(p, addr, rte_mem_virt2iova(addr), lens[i], &s->shinfo);
+		rte_pktmbuf_attach_extbuf(p, addr, mr_iova(addr), lens[i], &s->shinfo);
 		p->data_len = lens[i];
 		p->pkt_len = lens[i];
 		h->next = p;
@@ -75,7 +91,7 @@ static void mr_ext_attach_bulk(uintptr_t mbufs, uintptr_t slotbase, const uint64
 		s->region = NULL;
 		rte_mbuf_ext_refcnt_set(&s->shinfo, 1);
 		s->attached++;
-		rte_pktmbuf_attach_extbuf(ms[i], addr, rte_mem_virt2iova(addr), lens[i], &s->shinfo);
+		rte_pktmbuf_attach_extbuf(ms[i], addr, mr_iova(addr), lens[i], &s->shinfo);
 		ms[i]->data_len = lens[i];
 		ms[i]->pkt_len = lens[i];
 	}
