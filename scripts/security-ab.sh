@@ -52,13 +52,15 @@ MODES=(none auth encrypt)
 
 # memif profiles: configs/memif-*.yaml with a socket and EAL file prefixes
 # of our own and mbufs that hold a 4 KiB MTU's frame.
+# Each end's lcore on a CPU of its own: floating over both, the two shards
+# share one CPU in some runs and halve the rate (docs/dpdk.md).
 memif_profile() {
-	local role=$1 ip=$2
+	local role=$1 ip=$2 cpu=$3
 	cat >"$TMP/memif-$role.yaml" <<EOF
 name: security-ab-memif-$role
 backend: dpdk
 dpdk:
-  eal: ["--lcores", "0@(0-1)", "--no-huge", "-m", "512", "--no-pci", "--file-prefix", "mr-secab-$role-$$",
+  eal: ["--lcores", "0@$cpu", "--no-huge", "-m", "512", "--no-pci", "--file-prefix", "mr-secab-$role-$$",
         "--log-level", "lib.eal:error", "--log-level", "pmd.net.memif:error",
         "--vdev", "net_memif0,role=$role,id=0,socket=$TMP/memif.sock"]
   ports:
@@ -69,8 +71,8 @@ dpdk:
 metaroce: {paths: 8, mtu: 4096}
 EOF
 }
-memif_profile server 10.99.0.1
-memif_profile client 10.99.0.2
+memif_profile server 10.99.0.1 0
+memif_profile client 10.99.0.2 "$(($(nproc) > 1 ? 1 : 0))"
 
 # run BACKEND MODE: one server/client pair; prints the client's BW average
 # (MB/s) or "-" on failure.
