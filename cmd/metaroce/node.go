@@ -123,11 +123,14 @@ func newNode(cfg profile.Config, t profile.Transport, be engine.Backend, server 
 	}
 	n.pd = n.dev.AllocPD()
 	reg, err := n.pd.RegisterMR(buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		n.mem = &region{buf: buf, addr: reg.Addr(), rkey: uint32(reg.RKey()), sge: reg.SGE}
+		err = be.Attach(n.dev)
 	}
-	n.mem = &region{buf: buf, addr: reg.Addr(), rkey: uint32(reg.RKey()), sge: reg.SGE}
-	if err := be.Attach(n.dev); err != nil {
+	if err != nil {
+		if n.freeBuf != nil {
+			_ = n.freeBuf() // nothing was sent from it
+		}
 		return nil, err
 	}
 	return n, nil
