@@ -81,3 +81,11 @@ type Backend interface {
 	// transport is left as it is.
 	Close() error
 }
+
+// RegionAllocator is a Backend that can give memory its driver may read in
+// place (the DPDK backend's zero-copy TX lends only its own memory). The
+// application registers it as any buffer; free must run only after the
+// backend is closed (it may wait for the driver).
+type RegionAllocator interface {
+	AllocRegion(n int) (b []byte, free func() error, err error)
+}

@@ -41,6 +41,14 @@ type Stats struct {
 	// (dpdk: a driver call that waits for a frame polls many times). 0
 	// where the backend does not count them.
 	DriverCalls, RxPolls uint64
+	// ZeroCopy says the backend sends large payloads by reference from
+	// the registered region (dpdk with zero_copy_min); ZeroCopySent is
+	// the packets it sent so, ZeroCopyFallback*: packets that qualified
+	// and were copied, because the payload was not in DPDK memory, every
+	// slot was lent out, or the pool had no mbufs for the extra segments.
+	ZeroCopy                                                              bool
+	ZeroCopySent                                                          uint64
+	ZeroCopyFallbackMemory, ZeroCopyFallbackSlots, ZeroCopyFallbackNoMbuf uint64
 }
 
 // LoopTime splits a data-path loop's wall time: receive bursts and

@@ -18,6 +18,7 @@ type packetPathShape struct {
 	paths, streams, conns int
 	payload               int
 	mode                  mr.SecurityMode // none, or the sealed modes (seal.go)
+	scatter               int             // > 0: a sends by NextPacketScatter with this threshold (scatter.go)
 }
 
 func (s packetPathShape) String() string {
@@ -27,6 +28,9 @@ func (s packetPathShape) String() string {
 	}
 	if s.mode != mr.SecurityNone {
 		name += "/mode=" + s.mode.String()
+	}
+	if s.scatter > 0 {
+		name += "/scatter"
 	}
 	return name
 }
@@ -50,15 +54,25 @@ func packetPathShapes() []packetPathShape {
 	for _, p := range []int{8, 64, 256} {
 		for _, s := range []int{1, 1024} {
 			for _, c := range []int{1, 4000} {
-				out = append(out, packetPathShape{p, s, c, ppMTU, mr.SecurityNone})
+				out = append(out, packetPathShape{p, s, c, ppMTU, mr.SecurityNone, 0})
 			}
 		}
 	}
-	out = append(out, packetPathShape{8, 1, 1, 64, mr.SecurityNone}, packetPathShape{256, 1024, 4000, 64, mr.SecurityNone})
+	out = append(out, packetPathShape{8, 1, 1, 64, mr.SecurityNone, 0}, packetPathShape{256, 1024, 4000, 64, mr.SecurityNone, 0})
 	// The sealed modes (issue 15) beside the first shape, at both sizes:
 	// what a tag (and enciphering) adds per packet.
 	for _, m := range []mr.SecurityMode{mr.SecurityAuth, mr.SecurityEncrypt} {
-		out = append(out, packetPathShape{8, 1, 1, ppMTU, m}, packetPathShape{8, 1, 1, 64, m})
+		out = append(out, packetPathShape{8, 1, 1, ppMTU, m, 0}, packetPathShape{8, 1, 1, 64, m, 0})
+	}
+	// The scatter form (issue 16: zero-copy TX) beside the copying form at
+	// 256 B, 1 KiB and 4 KiB: the sender hands the payload out by
+	// reference and the benchmark's "wire" assembles the packet, as a
+	// driver that copies segments into its ring (memif) does.
+	for _, p := range []int{256, 1024, ppMTU} {
+		if p != ppMTU {
+			out = append(out, packetPathShape{8, 1, 1, p, mr.SecurityNone, 0})
+		}
+		out = append(out, packetPathShape{8, 1, 1, p, mr.SecurityNone, 1})
 	}
 	return out
 }
@@ -98,6 +112,11 @@ type packetPath struct {
 	id    uint64
 	conns []*mr.Conn // the idle connections, to check they stay up
 	msg   int        // bytes per WRITE
+
+	scatter   int              // > 0: a's threshold for NextPacketScatter
+	sc        mr.Scatter       // the last scattered packet
+	scattered int              // packets a sent with their payload by reference
+	tap       func(pkt []byte) // if set, sees every packet a sends, as on the wire
 }
 
 func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
@@ -116,7 +135,7 @@ func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
 		}
 		return e
 	}
-	pp := &packetPath{tb: tb, msg: sh.msgLen()}
+	pp := &packetPath{tb: tb, msg: sh.msgLen(), scatter: sh.scatter}
 	pp.eps = []*mr.Endpoint{mk(1, sh.paths, false), mk(2, sh.paths, true)}
 	if sh.conns > 1 {
 		pp.eps = append(pp.eps, mk(3, 1, false), mk(4, 1, true))
@@ -189,12 +208,15 @@ func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
 func (pp *packetPath) round() {
 	for i, e := range pp.eps {
 		for {
-			meta, ok := e.NextPacket(pp.now, pp.buf)
+			meta, ok := pp.next(i, e)
 			if !ok {
 				break
 			}
 			if i == 0 && meta.Peer == 1 && pp.buf[1] == byte(mr.OpWrite) {
 				pp.data++
+			}
+			if i == 0 && pp.tap != nil {
+				pp.tap(pp.buf[:meta.Len])
 			}
 			pp.eps[meta.Peer].Receive(pp.now, pp.buf[:meta.Len], verbs.RxMeta{Peer: verbs.PeerHandle(i)})
 		}
@@ -205,6 +227,27 @@ func (pp *packetPath) round() {
 			e.OnTimer(pp.now)
 		}
 	}
+}
+
+// next builds endpoint i's next packet into pp.buf. With a scatter
+// threshold, a builds by NextPacketScatter and the packet is assembled
+// here (headers, payload from its place, trailer), as a driver copying
+// segments into its ring would: one payload copy, as in the copying form.
+func (pp *packetPath) next(i int, e *mr.Endpoint) (verbs.TxMeta, bool) {
+	if i != 0 || pp.scatter == 0 {
+		return e.NextPacket(pp.now, pp.buf)
+	}
+	meta, ok := e.NextPacketScatter(pp.now, pp.buf, pp.scatter, &pp.sc)
+	if ok && pp.sc.Payload != nil {
+		n := pp.sc.HdrLen
+		n += copy(pp.buf[n:], pp.sc.Payload)
+		n += copy(pp.buf[n:], pp.sc.Trailer[:])
+		if n != meta.Len {
+			pp.tb.Fatalf("scattered packet: %d bytes assembled, meta.Len %d", n, meta.Len)
+		}
+		pp.scattered++
+	}
+	return meta, ok
 }
 
 // run sends at least packets more WRITE packets, keeping ppDepth WRITEs
@@ -298,6 +341,9 @@ func TestPacketPathAllocs(t *testing.T) {
 			allocs := testing.AllocsPerRun(20, func() { pp.run(64) })
 			if pp.data-before < 20*64 {
 				t.Fatalf("only %d data packets in the measured runs", pp.data-before)
+			}
+			if sh.scatter > 0 && pp.scattered < pp.data {
+				t.Fatalf("%d of %d data packets scattered, want all", pp.scattered, pp.data)
 			}
 			pp.check()
 			if allocs != 0 {

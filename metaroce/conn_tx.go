@@ -286,7 +286,6 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 		mh.PayloadLen = uint16(len(payload))
 		mh.Put(buf[n:])
 		n += MsgHeaderLen
-		n += copy(buf[n:], payload)
 		if h.Opcode.CarriesPayload() {
 			if retransmit {
 				c.c.DataResent++
@@ -294,6 +293,10 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 				c.c.DataPacketsSent++
 			}
 		}
+		if c.ep.scatterable(len(payload)) {
+			return c.ep.scatter(buf, n, payload) // by reference (scatter.go)
+		}
+		n += copy(buf[n:], payload)
 	}
 	return c.seal(now, buf, n)
 }

@@ -54,6 +54,8 @@ type Endpoint struct {
 	sec      endpointSec // the sealed modes (seal.go)
 
 	c EndpointCounters
+
+	scat scatterState // the NextPacketScatter call running, if any (scatter.go)
 }
 
 // NewEndpoint validates cfg (after Defaults) and returns an endpoint.

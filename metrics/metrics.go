@@ -33,6 +33,11 @@ type Backend struct {
 	// tx, app, idle), for backends that measure it; empty elsewhere, so
 	// that no backend shows a misleading 0.
 	LoopSeconds []Seconds
+	// ZeroCopySent and ZeroCopyFallbacks (reasons not_dpdk_memory,
+	// no_slot, no_mbuf), for a backend that sends payloads by reference;
+	// ZeroCopyFallbacks is empty elsewhere, and neither is exported then.
+	ZeroCopySent      uint64
+	ZeroCopyFallbacks []Count
 }
 
 // Seconds is one phase's share of a loop's time.
@@ -167,6 +172,8 @@ var (
 	bRxBytes   = counter("metaroce_backend_rx_bytes_total", "UDP payload bytes the backend received.", "transport")
 	bRxCE      = counter("metaroce_backend_rx_ce_total", "Datagrams received with ECN Congestion Experienced.", "transport")
 	bRxDrop    = counter("metaroce_backend_rx_dropped_total", "Datagrams received and dropped before the transport, by reason.", "transport", "reason")
+	bZCSent    = counter("metaroce_backend_zero_copy_packets_total", "Data packets sent with their payload attached from the registered region instead of copied (dpdk zero_copy_min).", "transport")
+	bZCFall    = counter("metaroce_backend_zero_copy_fallbacks_total", "Packets that qualified for zero-copy TX and were copied, by reason (not_dpdk_memory, no_slot, no_mbuf).", "transport", "reason")
 	bLoop      = counter("metaroce_backend_loop_seconds_total", "Wall time of the backend's data-path loop by phase: rx (receive bursts, parsing), core (the transport), tx (headers, transmit bursts), app (the application's step), idle. Only backends that measure it (dpdk).", "transport", "phase")
 
 	eRxDrop  = counter("metaroce_endpoint_rx_dropped_total", "Packets the transport endpoint dropped before finding a connection (crc counts every CRC failure), by reason.", "transport", "reason")
@@ -207,7 +214,7 @@ var (
 	cInfl    = gauge("metaroce_conn_inflight_packets", "Sequenced packets not yet acknowledged.", "transport", "conn")
 )
 
-var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, eRxDrop, eRefused, eResets, eFailed, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
+var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, bZCSent, bZCFall, eRxDrop, eRefused, eResets, eFailed, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
 	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, cCancel, cHeld, cKeyUpd, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
 	pWindow, pRestore, pReroll, cHint, cInfl}
 
@@ -240,6 +247,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(bRxDrop, float64(b.RxOtherDrops), t, "other")
 		for _, l := range b.LoopSeconds {
 			emit(bLoop, l.S, t, l.Phase)
+		}
+		if len(b.ZeroCopyFallbacks) > 0 {
+			emit(bZCSent, float64(b.ZeroCopySent), t)
+			for _, n := range b.ZeroCopyFallbacks {
+				emit(bZCFall, float64(n.N), t, n.Reason)
+			}
 		}
 	}
 	for t, e := range c.endpoints {

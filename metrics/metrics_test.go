@@ -124,3 +124,27 @@ metaroce_backend_loop_seconds_total{phase="tx",transport="metaroce"} 0.25
 		t.Fatalf("%d series (%v), want the 5 phases of one backend", n, err)
 	}
 }
+
+// A backend with zero-copy TX shows its packets sent by reference and its
+// fallbacks by reason; one without shows neither.
+func TestZeroCopySeries(t *testing.T) {
+	c := NewCollector()
+	c.SetBackend("metaroce", func() Backend {
+		return Backend{ZeroCopySent: 7, ZeroCopyFallbacks: []Count{{"not_dpdk_memory", 1}, {"no_slot", 2}, {"no_mbuf", 0}}}
+	})
+	c.SetBackend("rocev2", func() Backend { return Backend{} })
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	want := `# HELP metaroce_backend_zero_copy_packets_total Data packets sent with their payload attached from the registered region instead of copied (dpdk zero_copy_min).
+# TYPE metaroce_backend_zero_copy_packets_total counter
+metaroce_backend_zero_copy_packets_total{transport="metaroce"} 7
+# HELP metaroce_backend_zero_copy_fallbacks_total Packets that qualified for zero-copy TX and were copied, by reason (not_dpdk_memory, no_slot, no_mbuf).
+# TYPE metaroce_backend_zero_copy_fallbacks_total counter
+metaroce_backend_zero_copy_fallbacks_total{reason="no_mbuf",transport="metaroce"} 0
+metaroce_backend_zero_copy_fallbacks_total{reason="no_slot",transport="metaroce"} 2
+metaroce_backend_zero_copy_fallbacks_total{reason="not_dpdk_memory",transport="metaroce"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "metaroce_backend_zero_copy_packets_total", "metaroce_backend_zero_copy_fallbacks_total"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -113,6 +113,13 @@ type DPDK struct {
 	IdleSpin     time.Duration `key:"idle_spin"`
 	MaxIdleSleep time.Duration `key:"max_idle_sleep"`
 	IdlePoll     time.Duration `key:"idle_poll"`
+	// ZeroCopyMin: data payloads of at least this many bytes go out by
+	// reference from the registered region (zero-copy TX); 0: off (the
+	// default: on memif it measured no faster, docs/dpdk.md).
+	// ZeroCopySlots: payloads lent to the driver at once (0: tx_desc + 4
+	// bursts).
+	ZeroCopyMin   int `key:"zero_copy_min"`
+	ZeroCopySlots int `key:"zero_copy_slots"`
 }
 
 // DPDKPort is one DPDK port: a vdev name (net_memif0) or a PCI address.

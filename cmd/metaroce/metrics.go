@@ -70,6 +70,11 @@ func backendSnapshot(s engine.Stats) metrics.Backend {
 		b.LoopSeconds = []metrics.Seconds{{Phase: "rx", S: l.Rx.Seconds()}, {Phase: "core", S: l.Core.Seconds()},
 			{Phase: "tx", S: l.Tx.Seconds()}, {Phase: "app", S: l.App.Seconds()}, {Phase: "idle", S: l.Idle.Seconds()}}
 	}
+	if s.ZeroCopy {
+		b.ZeroCopySent = s.ZeroCopySent
+		b.ZeroCopyFallbacks = []metrics.Count{{Reason: "not_dpdk_memory", N: s.ZeroCopyFallbackMemory},
+			{Reason: "no_slot", N: s.ZeroCopyFallbackSlots}, {Reason: "no_mbuf", N: s.ZeroCopyFallbackNoMbuf}}
+	}
 	return b
 }
 

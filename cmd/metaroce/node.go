@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -96,6 +97,9 @@ type node struct {
 	// closed backend reports zeros, and the metrics endpoint may still be
 	// scraped after it (bench closes each cell's nodes before the next).
 	closedStats atomic.Pointer[engine.Stats]
+	// freeBuf frees the registered buffer when the backend allocated it
+	// (engine.RegionAllocator); nil for Go heap memory.
+	freeBuf func() error
 }
 
 // newNode builds the transport on be and registers a buffer of bufLen
@@ -110,13 +114,23 @@ func newNode(cfg profile.Config, t profile.Transport, be engine.Backend, server 
 		return nil, err
 	}
 	buf := make([]byte, bufLen)
+	if a, ok := be.(engine.RegionAllocator); ok {
+		// Memory the backend's driver may read in place (DPDK's: what
+		// zero-copy TX lends); the Go heap when it has none to give.
+		if b, free, err := a.AllocRegion(bufLen); err == nil {
+			buf, n.freeBuf = b, free
+		}
+	}
 	n.pd = n.dev.AllocPD()
 	reg, err := n.pd.RegisterMR(buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		n.mem = &region{buf: buf, addr: reg.Addr(), rkey: uint32(reg.RKey()), sge: reg.SGE}
+		err = be.Attach(n.dev)
 	}
-	n.mem = &region{buf: buf, addr: reg.Addr(), rkey: uint32(reg.RKey()), sge: reg.SGE}
-	if err := be.Attach(n.dev); err != nil {
+	if err != nil {
+		if n.freeBuf != nil {
+			_ = n.freeBuf() // nothing was sent from it
+		}
 		return nil, err
 	}
 	return n, nil
@@ -238,6 +252,14 @@ func (n *node) close() {
 	st := n.be.Stats()
 	n.closedStats.Store(&st)
 	n.be.Close()
+	if n.freeBuf != nil {
+		// After Close: the backend's loop has stopped, and the region
+		// waits for whatever its driver still holds.
+		if err := n.freeBuf(); err != nil {
+			fmt.Fprintln(os.Stderr, "metaroce:", err)
+		}
+		n.freeBuf = nil
+	}
 }
 
 // backendStats is the backend's counters, or once closed the last ones it

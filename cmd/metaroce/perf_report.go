@@ -223,4 +223,8 @@ func logLoop(log *zap.Logger, st engine.Stats) {
 		"rx", pct(l.Rx), "core", pct(l.Core), "tx", pct(l.Tx), "app", pct(l.App), "idle", pct(l.Idle),
 		"packets", pkts, "driver_calls", st.DriverCalls, "driver_calls_per_packet", fmt.Sprintf("%.3f", perPkt),
 		"rx_polls", st.RxPolls, "process_cgo_calls_per_packet", fmt.Sprintf("%.3f", float64(runtime.NumCgoCall())/float64(max(pkts, 1))))
+	if st.ZeroCopy {
+		log.Sugar().Infow("zero-copy tx", "sent", st.ZeroCopySent, "fallback_not_dpdk_memory", st.ZeroCopyFallbackMemory,
+			"fallback_no_slot", st.ZeroCopyFallbackSlots, "fallback_no_mbuf", st.ZeroCopyFallbackNoMbuf)
+	}
 }

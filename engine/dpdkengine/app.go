@@ -109,6 +109,7 @@ func (s *Shard) Stats() engine.Stats {
 	c := s.pub
 	s.pubMu.Unlock()
 	st := c.engineStats()
+	st.ZeroCopy = s.zcOn
 	if s.index == 0 {
 		st.RxKernelDrops, _ = s.e.ring.read()
 	}
@@ -126,5 +127,7 @@ func (c *Counters) engineStats() engine.Stats {
 		RxInjectedDrops: imp, RxUnknownPeer: unk, RxOtherDrops: c.Dropped() - imp - unk,
 		Loop: engine.LoopTime{Measured: true, Rx: c.Time[PhaseRx], Core: c.Time[PhaseCore], Tx: c.Time[PhaseTx],
 			App: c.Time[PhaseApp], Idle: c.Time[PhaseIdle]},
-		DriverCalls: c.DriverCalls, RxPolls: c.RxPolls}
+		DriverCalls: c.DriverCalls, RxPolls: c.RxPolls, ZeroCopySent: c.ZeroCopySent,
+		ZeroCopyFallbackMemory: c.ZeroCopyFallback[ZCNotDPDKMemory], ZeroCopyFallbackSlots: c.ZeroCopyFallback[ZCNoSlot],
+		ZeroCopyFallbackNoMbuf: c.ZeroCopyFallback[ZCNoMbuf]}
 }

@@ -11,9 +11,21 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/mempool"
 )
 
 var _ engine.Backend = (*Backend)(nil)
+var _ engine.RegionAllocator = (*Backend)(nil)
+
+// AllocRegion is n bytes of DPDK memory (mempool.NewRegion), which
+// zero-copy TX may lend to the driver; free after Close.
+func (b *Backend) AllocRegion(n int) ([]byte, func() error, error) {
+	r, err := mempool.NewRegion(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.Bytes(), r.Free, nil
+}
 
 // Backend is one transport on an engine as an engine.Backend: Attach
 // starts a held shard on queue 0 of the engine's ports (Engine.Run's

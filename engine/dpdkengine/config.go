@@ -91,7 +91,23 @@ type Config struct {
 	// clock is late by about a round trip at most, and an idle shard
 	// makes about 2x10^5 cgo calls a second instead of millions.
 	IdlePoll time.Duration `yaml:"idle_poll"`
+	// ZeroCopyMin is the smallest data payload, in bytes, that goes out
+	// by reference (zero-copy TX, docs/dpdk.md): the headers in an mbuf,
+	// the payload attached from the registered region as an external
+	// buffer, the CRC32C trailer in a third segment. Smaller payloads,
+	// every packet of a transport that cannot scatter, sealed security
+	// modes and memory outside DPDK's are copied as before. 0: off; the
+	// CLI's profile default is DefaultZeroCopyMin.
+	ZeroCopyMin int `yaml:"zero_copy_min"`
+	// ZeroCopySlots bounds the payloads lent to the driver at once (one
+	// shared-info record each); when they run out the shard copies
+	// (counted). Default TxDesc + 4 bursts.
+	ZeroCopySlots int `yaml:"zero_copy_slots"`
 }
+
+// DefaultZeroCopyMin is the zero-copy threshold the CLI uses unless a
+// profile sets one (BenchmarkZeroCopyTX picks it).
+const DefaultZeroCopyMin = 0
 
 // PortConfig is one DPDK port.
 type PortConfig struct {
@@ -161,6 +177,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.IdlePoll == 0 {
 		c.IdlePoll = 5 * time.Microsecond
+	}
+	if c.ZeroCopySlots == 0 {
+		c.ZeroCopySlots = c.TxDesc + 4*c.Burst
 	}
 	for i := range c.Ports {
 		if c.Ports[i].Queues == 0 {
@@ -262,6 +281,12 @@ func (c Config) Validate() error {
 	}
 	if c.IdlePoll < 0 || c.IdlePoll > time.Second {
 		bad("idle_poll", "%v outside 0..1s", c.IdlePoll)
+	}
+	if c.ZeroCopyMin < 0 || c.ZeroCopyMin > 65535 {
+		bad("zero_copy_min", "%d outside 0..65535", c.ZeroCopyMin)
+	}
+	if c.ZeroCopySlots < 1 || c.ZeroCopySlots > 1<<20 {
+		bad("zero_copy_slots", "%d outside 1..%d", c.ZeroCopySlots, 1<<20)
 	}
 	return errors.Join(errs...)
 }

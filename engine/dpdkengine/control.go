@@ -76,3 +76,17 @@ func (e *Engine) SetUDPPort(p uint16) error {
 	e.cfg.UDPPort = p
 	return nil
 }
+
+// SetZeroCopyMin sets dpdk.zero_copy_min for shards started from now on
+// (Run, Backend.Attach); running shards keep theirs. Zero-copy needs the
+// ports to take chained mbufs, which is set up when the engine starts:
+// an engine started with zero_copy_min 0 never sends by reference.
+func (e *Engine) SetZeroCopyMin(n int) error {
+	if n < 0 || n > 65535 {
+		return fmt.Errorf("dpdk engine: zero_copy_min %d outside 0..65535", n)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cfg.ZeroCopyMin = n
+	return nil
+}

@@ -32,6 +32,14 @@ type Counters struct {
 	// Commands: functions other goroutines handed to the shard (Do; a
 	// RunApp hands in one, to install its app, however long it runs).
 	Commands uint64
+	// ZeroCopySent: data packets sent with their payload attached from
+	// the registered region (zero-copy TX); ZeroCopyFallback: packets
+	// that qualified (payload >= zero_copy_min) but were copied, by
+	// reason; ZeroCopyInFlight: payloads the driver still held at the
+	// last publish (0 once a stopped shard's queues are drained).
+	ZeroCopySent     uint64
+	ZeroCopyFallback [zcReasons]uint64
+	ZeroCopyInFlight uint64
 	// Time is the loop's wall time by phase (rx, core, tx, app, idle;
 	// timesplit.go): it sums to the time the loop has run, up to the
 	// iteration in progress.
@@ -56,4 +64,18 @@ func (c *Counters) DropMap() map[string]uint64 {
 		}
 	}
 	return m
+}
+
+// ZCReason is why a packet that qualified for zero-copy TX was copied.
+type ZCReason int
+
+const (
+	ZCNotDPDKMemory ZCReason = iota // the payload is not in a live DPDK-memory region (mempool.RegionOf)
+	ZCNoSlot                        // every zero_copy_slots slot was lent out
+	ZCNoMbuf                        // the pool had no mbufs for the extra segments
+	zcReasons
+)
+
+func (r ZCReason) String() string {
+	return [...]string{"not_dpdk_memory", "no_slot", "no_mbuf"}[r]
 }

@@ -35,6 +35,7 @@ type port struct {
 	udpSoft                   bool   // tx UDP checksum in software
 	udpZero                   bool   // tx UDP checksum 0 (udp_checksum: zero)
 	txFlags                   uint64 // ol_flags for every data frame
+	multiSeg                  bool   // tx takes chained mbufs (zero-copy TX)
 }
 
 const noGateway = verbs.PeerHandle(1<<32 - 1)
@@ -160,6 +161,10 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 	if p.txUDPOffload {
 		txoff |= dpdk.TxOffloadUDPCksum
 		p.txFlags |= dpdk.TxIPv4 | dpdk.TxUDPCksum
+	}
+	if e.cfg.ZeroCopyMin > 0 && info.TxOffloads&dpdk.TxOffloadMultiSegs != 0 {
+		txoff |= dpdk.TxOffloadMultiSegs
+		p.multiSeg = true
 	}
 	if err := id.Configure(dpdk.PortConfig{RxQueues: pc.Queues, TxQueues: pc.Queues, RxDesc: e.cfg.RxDesc, TxDesc: e.cfg.TxDesc,
 		Pool: e.pool, RxOffloads: rxoff, TxOffloads: txoff, Promiscuous: false}); err != nil {

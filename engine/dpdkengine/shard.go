@@ -14,6 +14,8 @@ import (
 
 	"github.com/metaroce/metaroce/dpdk"
 	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/mempool"
+	"github.com/metaroce/metaroce/metaroce"
 )
 
 // shardIO is where a shard's bursts come from and go to: a port's queues
@@ -133,6 +135,14 @@ type Shard struct {
 	rxq   []rxItem
 	built []*dpdk.Mbuf
 	metas []verbs.TxMeta
+
+	// Zero-copy TX (zerocopy.go): nil ext when off. scats[k] says how
+	// built[k] was made (Payload nil: whole, in the mbuf).
+	ext   *mempool.ExtTX
+	scat  scatterer
+	zcMin int
+	zcOn  bool // ext was set up (ext is nil again after the shard stops)
+	scats []metaroce.Scatter
 }
 
 // rxItem is a parsed payload waiting for the core's Receive; it aliases
@@ -161,6 +171,9 @@ func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, err
 	if room := cfg.DataRoom - 128; HdrLen+s.maxLen > room {
 		return nil, fmt.Errorf("dpdk engine: the transport's packets (%d bytes + %d of headers) do not fit the mbuf data room (%d): raise data_room or lower the MTU",
 			s.maxLen, HdrLen, room)
+	}
+	if err := s.setupZeroCopy(cfg); err != nil {
+		return nil, err
 	}
 	for _, p := range e.ports {
 		s.pend = append(s.pend, dpdk.NewMbufArray(4 * cfg.Burst)[:0])
@@ -230,6 +243,19 @@ func (s *Shard) Counters() (Counters, error) {
 	var c Counters
 	err := s.Do(func(verbs.Time) { c = s.c })
 	return c, err
+}
+
+// StoppedCounters is the shard's final counters once its loop has ended
+// (published after its queues were drained); false while it runs.
+func (s *Shard) StoppedCounters() (Counters, bool) {
+	select {
+	case <-s.done:
+	default:
+		return Counters{}, false
+	}
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	return s.pub, true
 }
 
 // Done is closed when the shard's loop has ended; Err then says why.
@@ -436,6 +462,8 @@ func (s *Shard) drain() {
 		dpdk.FreeMbufArray(a)
 	}
 	s.pend, s.rxb, s.frees, s.spare, s.rxDone = nil, nil, nil, nil, nil
+	s.closeZeroCopy()
+	s.publish()
 	// s.kick stays: Do and Kick may still set it from other goroutines.
 }
 
@@ -671,7 +699,14 @@ func (s *Shard) transmit(now verbs.Time, timers bool) int {
 			}
 		}
 		m := s.spare[len(s.spare)-1]
-		meta, ok := s.tr.NextPacket(now, m.Room()[HdrLen:HdrLen+s.maxLen])
+		var meta verbs.TxMeta
+		var ok bool
+		if s.ext != nil {
+			k := len(s.built)
+			meta, ok = s.scat.NextPacketScatter(now, m.Room()[HdrLen:HdrLen+s.maxLen], s.zcMin, &s.scats[k])
+		} else {
+			meta, ok = s.tr.NextPacket(now, m.Room()[HdrLen:HdrLen+s.maxLen])
+		}
 		if !ok {
 			break
 		}
@@ -718,7 +753,13 @@ func (s *Shard) transmit(now verbs.Time, timers bool) int {
 		if p := s.ports[i]; p.txFlags != 0 {
 			m.SetTxOffload(p.txFlags, EthHdrLen, IPv4HdrLen, 0)
 		}
+		if s.ext != nil && s.scats[k].Payload != nil {
+			s.zeroCopy(m, &s.scats[k])
+		}
 		s.pend[i] = append(s.pend[i], m)
+	}
+	if s.ext != nil {
+		s.zeroCopyFlush()
 	}
 	s.freeBulk(s.frees)
 	s.built = s.built[:0]

@@ -53,6 +53,11 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"rx_polls", c.RxPolls)
 		add(p+"idle_waits", c.IdleWaits)
 		add(p+"commands", c.Commands)
+		add(p+"zero_copy_sent", c.ZeroCopySent)
+		for i, v := range c.ZeroCopyFallback {
+			add(p+"zero_copy_fallback_"+ZCReason(i).String(), v)
+		}
+		add(p+"zero_copy_in_flight", c.ZeroCopyInFlight)
 		for ph, d := range c.Time {
 			add(p+"time_"+Phase(ph).String()+"_ns", uint64(d))
 		}

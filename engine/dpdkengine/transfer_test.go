@@ -25,6 +25,7 @@ type memifPair struct {
 	ep     [2]*metaroce.Endpoint
 	regs   []*mempool.Region
 	queues int
+	goMem  bool // region hands out Go heap memory instead (not DPDK's)
 }
 
 // closePair shuts two engines joined by a memif pair down: both stop
@@ -133,6 +134,9 @@ func newMemifEnginesCfg(t *testing.T, k int, impair Impairment, queues int, mut 
 }
 
 func (p *memifPair) region(n int) []byte {
+	if p.goMem {
+		return make([]byte, n)
+	}
 	r, err := mempool.NewRegion(n)
 	require.NoError(p.t, err)
 	require.True(p.t, r.InDPDKMemory())
@@ -341,22 +345,73 @@ func TestMemifTransfer(t *testing.T) {
 
 // TestMemifTransferImpaired: the profile's receive impairment stage drops
 // and reorders packets on both sides (memif itself never does); the core
-// repairs every loss and every byte still lands once.
+// repairs every loss and every byte still lands once. The pair runs with
+// zero-copy TX on (udp_checksum zero: memif has no checksum offload), with
+// fewer slots (8) than a burst (32), so a burst mixes packets sent by
+// reference with packets copied for want of a slot: the resends go out
+// from the region too. A second transfer from Go heap memory (not DPDK's)
+// must be copied, every qualifying packet counted. Once the engines stop,
+// nothing the driver was lent is still held.
 func TestMemifTransferImpaired(t *testing.T) {
 	cfg, err := LoadConfig(strings.NewReader("ports: [{name: x, ip: 10.0.0.1}]\nimpair: {loss: 0.02, reorder: 0.05, seed: 11}\n"))
 	require.NoError(t, err)
-	p := newMemifPair(t, 1, cfg.Impair, 1, 1024)
+	p := newMemifEnginesCfg(t, 1, cfg.Impair, 1, func(i int, c *Config) {
+		c.UDPChecksum = "zero"
+		c.ZeroCopyMin = 256
+		c.ZeroCopySlots = 8
+	}).withEndpoints(1024, 16)
+	for i := range p.sh {
+		require.True(t, p.sh[i].ZeroCopy(), "shard %d", i)
+	}
 	r := p.transfer(xfer{writeN: 2 << 20, sendN: 256 << 10, sendMsgs: 4, readN: 1 << 20}, 2)
+	var zc [2]Counters
 	for i := 0; i < 2; i++ {
 		c, err := p.sh[i].Counters()
 		require.NoError(t, err)
-		t.Logf("shard %d: rx %d delivered %d impaired %d reordered %d", i, c.RxFrames, c.RxDelivered, c.Drops[DropImpaired], c.Reordered)
+		t.Logf("shard %d: rx %d delivered %d impaired %d reordered %d; zero-copy %d, fallbacks %v", i, c.RxFrames, c.RxDelivered,
+			c.Drops[DropImpaired], c.Reordered, c.ZeroCopySent, c.ZeroCopyFallback)
 		require.NotZero(t, c.Drops[DropImpaired])
 		require.NotZero(t, c.Reordered)
 		require.Equal(t, c.Drops[DropImpaired], c.Dropped(), "only the impairment drops: %v", c.DropMap())
+		require.Zero(t, c.ZeroCopyFallback[ZCNotDPDKMemory], "shard %d: the regions are DPDK memory", i)
+		require.Zero(t, c.ZeroCopyFallback[ZCNoMbuf], "shard %d", i)
+		zc[i] = c
+	}
+	// Every 1 KiB-MTU data packet qualified: A's WRITE and SEND, B's READ
+	// responses, by reference or copied for want of a slot; both happened.
+	for i, least := range []uint64{(2<<20 + 256<<10) / 1024, (1 << 20) / 1024} {
+		c := zc[i]
+		require.GreaterOrEqual(t, c.ZeroCopySent+c.ZeroCopyFallback[ZCNoSlot], least, "shard %d", i)
+		require.NotZero(t, c.ZeroCopySent, "shard %d", i)
+		require.NotZero(t, c.ZeroCopyFallback[ZCNoSlot], "shard %d", i)
 	}
 	var resent uint64
 	require.NoError(t, p.sh[0].Do(func(verbs.Time) { resent = r.ca.Counters().Retransmits }))
 	t.Logf("A retransmitted %d packets", resent)
 	require.NotZero(t, resent)
+
+	p.goMem = true
+	p.transfer(xfer{writeN: 256 << 10, readN: 128 << 10}, 3)
+	for i := range p.eng {
+		p.eng[i].Stop()
+	}
+	for i, sh := range p.sh {
+		<-sh.Done()
+		c, ok := sh.StoppedCounters()
+		require.True(t, ok)
+		t.Logf("shard %d stopped: zero-copy %d, fallbacks %v, in flight %d", i, c.ZeroCopySent, c.ZeroCopyFallback, c.ZeroCopyInFlight)
+		require.Equal(t, zc[i].ZeroCopySent, c.ZeroCopySent, "shard %d lent Go memory", i)
+		require.Zero(t, c.ZeroCopyInFlight, "shard %d: payloads still lent", i)
+		st := sh.Stats() // what the CLI's Prometheus metrics read
+		require.True(t, st.ZeroCopy)
+		require.Equal(t, c.ZeroCopySent, st.ZeroCopySent)
+		require.Equal(t, c.ZeroCopyFallback[ZCNoSlot], st.ZeroCopyFallbackSlots)
+		require.Equal(t, c.ZeroCopyFallback[ZCNotDPDKMemory], st.ZeroCopyFallbackMemory)
+	}
+	a, b := p.sh[0].pub, p.sh[1].pub
+	require.GreaterOrEqual(t, a.ZeroCopyFallback[ZCNotDPDKMemory], uint64((256<<10)/1024))
+	require.GreaterOrEqual(t, b.ZeroCopyFallback[ZCNotDPDKMemory], uint64((128<<10)/1024))
+	for _, reg := range p.regs {
+		require.Zero(t, reg.InFlight())
+	}
 }
