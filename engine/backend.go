@@ -85,7 +85,9 @@ type Backend interface {
 // RegionAllocator is a Backend that can give memory its driver may read in
 // place (the DPDK backend's zero-copy TX lends only its own memory). The
 // application registers it as any buffer; free must run only after the
-// backend is closed (it may wait for the driver).
+// backend is closed (it may wait for the driver). A nil b with a nil err
+// means the backend would not read it in place (zero-copy off): the
+// caller allocates its own.
 type RegionAllocator interface {
 	AllocRegion(n int) (b []byte, free func() error, err error)
 }

@@ -117,7 +117,7 @@ func newNode(cfg profile.Config, t profile.Transport, be engine.Backend, server 
 	if a, ok := be.(engine.RegionAllocator); ok {
 		// Memory the backend's driver may read in place (DPDK's: what
 		// zero-copy TX lends); the Go heap when it has none to give.
-		if b, free, err := a.AllocRegion(bufLen); err == nil {
+		if b, free, err := a.AllocRegion(bufLen); err == nil && b != nil {
 			buf, n.freeBuf = b, free
 		}
 	}

@@ -18,8 +18,16 @@ var _ engine.Backend = (*Backend)(nil)
 var _ engine.RegionAllocator = (*Backend)(nil)
 
 // AllocRegion is n bytes of DPDK memory (mempool.NewRegion), which
-// zero-copy TX may lend to the driver; free after Close.
+// zero-copy TX may lend to the driver; free after Close. With zero-copy
+// off (dpdk.zero_copy_min 0, the default) it gives nothing: the caller's
+// own memory serves as well, and DPDK's stays for the mbuf pool.
 func (b *Backend) AllocRegion(n int) ([]byte, func() error, error) {
+	b.e.mu.Lock()
+	on := b.e.cfg.ZeroCopyMin > 0
+	b.e.mu.Unlock()
+	if !on {
+		return nil, nil, nil
+	}
 	r, err := mempool.NewRegion(n)
 	if err != nil {
 		return nil, nil, err
