@@ -43,6 +43,22 @@ static void mr_ext_free_cb(void *addr, void *opaque)
 		__atomic_sub_fetch(r, 1, __ATOMIC_SEQ_CST);
 }
 
+// mr_ext_attach_one makes m's data the external buffer [addr, addr+len)
+// through slot s, whose free callback will also lower *region (when not
+// NULL). The slot's attached count is the caller's.
+static inline void mr_ext_attach_one(struct rte_mbuf *m, struct mr_ext_slot *s, uint64_t addr, uint16_t len,
+	uint32_t *region)
+{
+	void *a = (void *)(uintptr_t)addr;
+	s->shinfo.free_cb = mr_ext_free_cb;
+	s->shinfo.fcb_opaque = s;
+	s->region = region;
+	rte_mbuf_ext_refcnt_set(&s->shinfo, 1);
+	rte_pktmbuf_attach_extbuf(m, a, mr_iova(a), len, &s->shinfo);
+	m->data_len = len;
+	m->pkt_len = len;
+}
+
 // mr_ext_chain_bulk builds n three-segment packets in one call: packet i
 // is heads[i] (its headers, data_len set), then pays[i] attached to the
 // external buffer [addrs[i], addrs[i]+lens[i]) through slot slots[i], then
@@ -56,16 +72,8 @@ static void mr_ext_chain_bulk(uintptr_t heads, uintptr_t pays, uintptr_t trails,
 	struct rte_mbuf **hs = (struct rte_mbuf **)heads, **ps = (struct rte_mbuf **)pays, **ts = (struct rte_mbuf **)trails;
 	struct mr_ext_slot *base = (struct mr_ext_slot *)slotbase;
 	for (unsigned i = 0; i < n; i++) {
-		struct mr_ext_slot *s = &base[slots[i]];
-		void *addr = (void *)(uintptr_t)addrs[i];
 		struct rte_mbuf *h = hs[i], *p = ps[i], *t = ts[i];
-		s->shinfo.free_cb = mr_ext_free_cb;
-		s->shinfo.fcb_opaque = s;
-		s->region = (uint32_t *)regions[i];
-		rte_mbuf_ext_refcnt_set(&s->shinfo, 1);
-		rte_pktmbuf_attach_extbuf(p, addr, mr_iova(addr), lens[i], &s->shinfo);
-		p->data_len = lens[i];
-		p->pkt_len = lens[i];
+		mr_ext_attach_one(p, &base[slots[i]], addrs[i], lens[i], (uint32_t *)regions[i]);
 		h->next = p;
 		p->next = t;
 		t->next = NULL;
@@ -84,16 +92,8 @@ static void mr_ext_attach_bulk(uintptr_t mbufs, uintptr_t slotbase, const uint64
 	struct rte_mbuf **ms = (struct rte_mbuf **)mbufs;
 	struct mr_ext_slot *base = (struct mr_ext_slot *)slotbase;
 	for (unsigned i = 0; i < n; i++) {
-		struct mr_ext_slot *s = &base[slots[i]];
-		void *addr = (void *)(uintptr_t)addrs[i];
-		s->shinfo.free_cb = mr_ext_free_cb;
-		s->shinfo.fcb_opaque = s;
-		s->region = NULL;
-		rte_mbuf_ext_refcnt_set(&s->shinfo, 1);
-		s->attached++;
-		rte_pktmbuf_attach_extbuf(ms[i], addr, mr_iova(addr), lens[i], &s->shinfo);
-		ms[i]->data_len = lens[i];
-		ms[i]->pkt_len = lens[i];
+		base[slots[i]].attached++;
+		mr_ext_attach_one(ms[i], &base[slots[i]], addrs[i], lens[i], NULL);
 	}
 }
 */
