@@ -93,35 +93,48 @@ func (s *Shard) takeSpare() *dpdk.Mbuf {
 // zeroCopyFlush, or copies the payload and trailer in after the headers
 // when it cannot.
 func (s *Shard) zeroCopy(head *dpdk.Mbuf, sc *metaroce.Scatter) {
-	reason := ZCNotDPDKMemory
-	if r := mempool.RegionOf(sc.Payload); r != nil {
-		reason = ZCNoSlot
-		s.ext.ReclaimOrdered()
-		if s.ext.FreeSlots() > 0 {
-			reason = ZCNoMbuf
-			if pay := s.takeSpare(); pay != nil {
-				if tr := s.takeSpare(); tr != nil {
-					copy(tr.Room(), sc.Trailer[:])
-					tr.SetLen(metaroce.CRCLen)
-					head.SetLen(HdrLen + sc.HdrLen)
-					if s.ext.Chain(head, pay, tr, sc.Payload, r) {
-						s.c.ZeroCopySent++
-						sc.Payload = nil
-						return
-					}
-					reason = ZCNotDPDKMemory // freed meanwhile
-					head.SetLen(HdrLen + sc.HdrLen + len(sc.Payload) + metaroce.CRCLen)
-					s.spare = append(s.spare, tr)
-				}
-				s.spare = append(s.spare, pay)
-			}
-		}
+	if reason, ok := s.lend(head, sc); ok {
+		s.c.ZeroCopySent++
+	} else {
+		s.c.ZeroCopyFallback[reason]++
+		room := head.Room()[HdrLen+sc.HdrLen:]
+		n := copy(room, sc.Payload)
+		copy(room[n:], sc.Trailer[:])
 	}
-	s.c.ZeroCopyFallback[reason]++
-	room := head.Room()[HdrLen+sc.HdrLen:]
-	n := copy(room, sc.Payload)
-	copy(room[n:], sc.Trailer[:])
 	sc.Payload = nil
+}
+
+// lend chains sc's payload to head as an external buffer, with a trailer
+// segment after it (zeroCopy). When it cannot it says why, and head and
+// the spares are as they were.
+func (s *Shard) lend(head *dpdk.Mbuf, sc *metaroce.Scatter) (ZCReason, bool) {
+	r := mempool.RegionOf(sc.Payload)
+	if r == nil {
+		return ZCNotDPDKMemory, false
+	}
+	s.ext.ReclaimOrdered()
+	if s.ext.FreeSlots() == 0 {
+		return ZCNoSlot, false
+	}
+	pay := s.takeSpare()
+	if pay == nil {
+		return ZCNoMbuf, false
+	}
+	tr := s.takeSpare()
+	if tr == nil {
+		s.spare = append(s.spare, pay)
+		return ZCNoMbuf, false
+	}
+	copy(tr.Room(), sc.Trailer[:])
+	tr.SetLen(metaroce.CRCLen)
+	head.SetLen(HdrLen + sc.HdrLen)
+	if s.ext.Chain(head, pay, tr, sc.Payload, r) {
+		return 0, true
+	}
+	// The region began to be freed after RegionOf found it.
+	head.SetLen(HdrLen + sc.HdrLen + len(sc.Payload) + metaroce.CRCLen)
+	s.spare = append(s.spare, tr, pay)
+	return ZCNotDPDKMemory, false
 }
 
 // zeroCopyFlush attaches and chains the burst's zero-copy packets (one
