@@ -39,7 +39,18 @@ type forgeFixture struct {
 }
 
 func newForgeFixture(t *testing.T, n int) *forgeFixture {
-	w := newWirePair(t, Config{Paths: 4, MTU: 1024})
+	f, ms := newForgeRegions(t, Config{Paths: 4, MTU: 1024}, n)
+	require.NoError(t, f.qa.PostSend(f.w.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, n), RemoteAddr: f.md.Addr(), RKey: f.md.RKey()}))
+	// Into the transfer: something placed, much still to go.
+	f.w.runUntil(t, func() bool { return f.cb.c.PayloadPlaced > uint64(n/8) }, f.w.now+1e9)
+	return f
+}
+
+// newForgeRegions connects a wire pair made with cfg and gives A a QP and
+// an n-byte source region (returned, with a pattern in it), B a QP and an
+// n-byte destination (f.md); nothing is posted.
+func newForgeRegions(t *testing.T, cfg Config, n int) (*forgeFixture, *verbs.MemoryRegion) {
+	w := newWirePair(t, cfg)
 	f := &forgeFixture{w: w}
 	f.ca, f.cb = w.connect(t)
 	pa, pb := w.ep[0].AllocPD(), w.ep[1].AllocPD()
@@ -58,10 +69,7 @@ func newForgeFixture(t *testing.T, n int) *forgeFixture {
 	md, err := pb.RegisterMR(f.dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	require.NoError(t, err)
 	f.md = md
-	require.NoError(t, f.qa.PostSend(w.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: ms.SGE(0, n), RemoteAddr: md.Addr(), RKey: md.RKey()}))
-	// Into the transfer: something placed, much still to go.
-	w.runUntil(t, func() bool { return f.cb.c.PayloadPlaced > uint64(n/8) }, w.now+1e9)
-	return f
+	return f, ms
 }
 
 // finish runs the transfer to its end and checks every byte.

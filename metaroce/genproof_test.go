@@ -271,24 +271,9 @@ func TestGenProofLivePathFailure(t *testing.T) {
 				cfg.Security = Security{Mode: mode, Secret: []byte("0123456789abcdef0123456789abcdef")}
 				cfg.Rand = verbs.NewSeededRandom(154)
 			}
-			w := newWirePair(t, cfg)
-			ca, cb := w.connect(t)
-			f := &forgeFixture{w: w, ca: ca, cb: cb}
 			const n = 2 << 20
-			pa, pb := w.ep[0].AllocPD(), w.ep[1].AllocPD()
-			f.cq = verbs.NewCompletionQueue(8)
-			qa, err := ca.CreateQP(0, verbs.QPAttr{PD: pa, SendCQ: f.cq, RecvCQ: f.cq})
-			require.NoError(t, err)
-			_, err = cb.CreateQP(0, verbs.QPAttr{PD: pb})
-			require.NoError(t, err)
-			f.src, f.dst = make([]byte, n), make([]byte, n)
-			for i := range f.src {
-				f.src[i] = byte(i*13 + i>>9)
-			}
-			ms, err := pa.RegisterMR(f.src, 0)
-			require.NoError(t, err)
-			md, err := pb.RegisterMR(f.dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-			require.NoError(t, err)
+			f, ms := newForgeRegions(t, cfg, n)
+			w, ca, cb, qa, md := f.w, f.ca, f.cb, f.qa, f.md
 
 			const dead = 2
 			var lossUntil verbs.Time
