@@ -14,8 +14,9 @@ import "unsafe"
 // ibv_wr_complete batch (qp_ex.c): all of them, or none when the send
 // queue has no room for the whole batch (ENOMEM), as a provider rolls its
 // batch back. One crossing per batch; the engine posts them at its next
-// iteration, on this thread if the loop sleeps, or at the next empty
-// poll of this thread or of the driving one (kickSend), exactly as MetaroceVerbsPostSend's.
+// iteration, on this thread if the loop sleeps, or at the next empty poll
+// of this thread or of the driving one (kickSend), exactly as
+// MetaroceVerbsPostSend's.
 //
 //export MetaroceVerbsPostSendAll
 func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n, lazy C.int, deferred *C.int) C.int {
