@@ -120,12 +120,7 @@ func TestScatterPayloadChangedFailsCRC(t *testing.T) {
 	}
 	// The original is lost as far as the sender knows: its repair resends
 	// from the memory, which now holds the changed byte.
-	pp.out = 1
-	for i := 0; i < 100000 && pp.out > 0; i++ {
-		pp.round()
-		pp.out -= pp.cq.Poll(pp.wcs)
-	}
-	if pp.out != 0 {
+	if !completeOne(pp) {
 		t.Fatal("the WRITE never completed after its copy failed the CRC")
 	}
 	if d := pp.dst.Bytes(); d[10] != 0x55 || d[11] != 0xAA {
@@ -142,12 +137,7 @@ func TestScatterLateCopyNotPlaced(t *testing.T) {
 	pp, hdr, sc, _ := oneWrite(t, 0xAA)
 	z := pp.eps[1]
 	z.Receive(pp.now, wire(hdr, sc), verbs.RxMeta{Peer: 0})
-	pp.out = 1
-	for i := 0; i < 100000 && pp.out > 0; i++ {
-		pp.round()
-		pp.out -= pp.cq.Poll(pp.wcs)
-	}
-	if pp.out != 0 {
+	if !completeOne(pp) {
 		t.Fatal("the WRITE never completed")
 	}
 	if pp.dst.Bytes()[0] != 0xAA {
@@ -167,4 +157,15 @@ func TestScatterLateCopyNotPlaced(t *testing.T) {
 	if !bytes.Equal(dst, bytes.Repeat([]byte{0x11}, len(dst))) {
 		t.Fatal("a late copy was placed after its message completed")
 	}
+}
+
+// completeOne runs rounds until the one WRITE outstanding completes, at
+// most 100000 of them; false if it never does.
+func completeOne(pp *packetPath) bool {
+	pp.out = 1
+	for i := 0; i < 100000 && pp.out > 0; i++ {
+		pp.round()
+		pp.out -= pp.cq.Poll(pp.wcs)
+	}
+	return pp.out == 0
 }
