@@ -113,6 +113,50 @@ func (w *waker) wait(b *Backend, d time.Duration) bool {
 	return n > 0 && w.fds[0].Revents != 0
 }
 
+// stepAside waits, without the transport's ownership, while a polling
+// thread drives it (Progress with a drive, or one that found the loop
+// busy and claimed it): on Wake alone, until the drive passes (a drive
+// renewed meanwhile extends the wait; each ppoll is bounded by d). It
+// reports whether it waited and nothing woke it, so that the loop looks
+// again before it runs a step; false (not driven, or Wake handed it
+// work: a command, a post that was not left to the poller) lets the loop
+// run one iteration, as after any wait. It does not take the ownership
+// back between its ppolls: a driver's Progress must never find the loop
+// busy only because it looked at the clock.
+func (w *waker) stepAside(b *Backend, d time.Duration) bool {
+	if verbs.Time(w.drivenUntil.Load()) <= b.Now() || w.woken.Swap(false) {
+		return false
+	}
+	w.sleeping.Store(true)
+	if w.woken.Load() {
+		w.sleeping.Store(false)
+		return false
+	}
+	// The poller runs the timers while it drives; should it stop, the
+	// drive passes within its bound and the loop takes them back.
+	b.own.Unlock()
+	woken := false
+	for !woken {
+		left := time.Duration(verbs.Time(w.drivenUntil.Load()) - b.Now())
+		if left <= 0 {
+			break
+		}
+		w.ts = unix.NsecToTimespec(min(d, left).Nanoseconds())
+		w.sleepUntil.Store(int64(b.Now().Add(min(d, left))))
+		w.fds[1].Revents = 0
+		_, _ = unix.Ppoll(w.fds[1:], &w.ts, nil)
+		if w.fds[1].Revents != 0 {
+			_, _ = unix.Read(w.efd, w.buf[:])
+			woken = true
+		}
+		woken = woken || w.woken.Load()
+	}
+	b.own.Lock()
+	w.sleeping.Store(false)
+	w.woken.Store(false)
+	return !woken
+}
+
 // Wake ends the loop's current or next idle wait at once, so that work
 // another goroutine or thread handed to the App is run now rather than
 // after the idle wait. Any goroutine or thread may call it, at any time;
