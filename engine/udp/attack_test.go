@@ -78,7 +78,14 @@ func TestSpoofedConnectsOverLoopback(t *testing.T) {
 	wcs := make([]verbs.WorkCompletion, 16)
 	accepted := 0
 	p.run(t, 30*time.Second, func() bool {
-		for k := 0; k < 50 && sent < forged; k++ {
+		// Fewer forgeries per round than B reads in one Step (Burst,
+		// 32): at 50 the backlog grew by 18 a round until B's socket
+		// buffer was all forged CONNECTs and dropped A's packets, and
+		// B declared A dead (under -race on a slower host, 1 run in 2
+		// to 4). A socket a flood fills is the kernel's loss, not the
+		// core's; what is asked here is that no forged CONNECT that B
+		// reads fails A's connection.
+		for k := 0; k < 16 && sent < forged; k++ {
 			h := mr.Header{Opcode: mr.OpConnect, SrcConn: mr.ConnID(1000 + sent), Incarnation: mr.Incarnation(5000 + sent)}
 			h.Put(pkt)
 			(&mr.ConnectBody{Node: ca.PeerNode() ^ 3, Paths: 8, MTU: 1024, Streams: 16, Planes: 1}).Put(pkt[mr.HeaderLen:])
