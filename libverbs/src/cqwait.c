@@ -142,8 +142,8 @@ void mrv_cq_idle(struct mrv_cq *cq)
 		int64_t drive = (int64_t)spin - (int64_t)(now - idle_since);
 		if (drive > MRV_DRIVE_NS)
 			drive = MRV_DRIVE_NS;
-		switch (mrg.MetaroceVerbsProgress(drive)) {
-		case MRG_PROGRESS_MOVED:
+		int ran = mrg.MetaroceVerbsProgress(drive);
+		if (ran == MRG_PROGRESS_MOVED)
 			/* The transport is in use (a stream's ACKs, the packets
 			 * this step sent): the spin starts again, so that a
 			 * stream whose completions come further apart than the
@@ -151,16 +151,10 @@ void mrv_cq_idle(struct mrv_cq *cq)
 			 * the step: a step that sent a burst may take longer
 			 * than the spin on a loaded core. */
 			idle_since = mono_ns();
+		if (ran != MRG_PROGRESS_BUSY) {
+			/* It ran, or there is no loop this thread can run
+			 * (DPDK: NONE) and it spins. */
 			busy_since = 0;
-			sched_yield();
-			return;
-		case MRG_PROGRESS_RAN:
-			busy_since = 0;
-			sched_yield();
-			return;
-		case MRG_PROGRESS_BUSY:
-			break;
-		default: /* no loop that this thread can run (DPDK): spin */
 			sched_yield();
 			return;
 		}
