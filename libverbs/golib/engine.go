@@ -149,14 +149,16 @@ func (g *eng) kick() {
 // KiB (docs/verbs.md). It reports whether it left the work (the C side
 // then kicks before the program may stop polling).
 func (g *eng) kickSend(lazy bool) bool {
-	if g.progresser != nil && lazy {
-		if g.driven != nil {
-			g.driven.ExtendDrive(postDrive)
+	if g.progresser != nil {
+		if lazy {
+			if g.driven != nil {
+				g.driven.ExtendDrive(postDrive)
+			}
+			return true
 		}
-		return true
-	}
-	if g.progresser != nil && g.driven != nil && g.driven.Driven() {
-		return true
+		if g.driven != nil && g.driven.Driven() {
+			return true
+		}
 	}
 	g.kick()
 	return false
