@@ -507,7 +507,7 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		return dropped
 	}
 	q := c.QP(m.Stream)
-	if q != nil && q.destroyed {
+	if q != nil && q.destroyed && !lateCopy(h.Opcode, &m, q) {
 		q = nil // Destroy: the stream is closed at this end
 	}
 	if h.Opcode == OpReadResp {
@@ -621,6 +621,26 @@ func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 		return dropped
 	}
 	return accepted
+}
+
+// lateCopy reports whether m, on destroyed queue pair q, is a copy of a
+// WRITE or SEND (with or without immediate) that had completed at this end
+// before Destroy: its sequence is below the window's base, which Destroy
+// keeps (clearWindow). Such a copy goes the way a live queue pair's late
+// copy goes, acknowledged (or refused as its original was) with nothing
+// placed, since the window and the receive queue both take it for a
+// duplicate. It exists because the original's ACK was lost, or outrun by
+// the sender's timer: a program that destroys its queue pair as soon as
+// its last receive completes (ibv_rc_pingpong does) would otherwise have
+// the copy answered receiver-not-ready, and the sender restart a message
+// that had been delivered until its retries ran out. READ requests are not
+// answered so: their responses are gone with the window.
+func lateCopy(op Opcode, m *MsgHeader, q *QueuePair) bool {
+	switch op {
+	case OpWrite, OpWriteImm, OpSend, OpSendImm:
+		return int32(m.MsgSeq-q.rxw.base) < 0
+	}
+	return false
 }
 
 // refuseRecv NAKs a packet with wire status wire and, if it had claimed a

@@ -61,3 +61,47 @@ func TestDestroyOneQPKeepsTheOthers(t *testing.T) {
 		RemoteAddr: target.Addr() + 4096, RKey: target.RKey(), Imm: 10}))
 	require.Equal(t, verbs.StatusSuccess, f.wait(t, cqa1).Status)
 }
+
+// A late copy of a message the destroyed queue pair had already completed
+// is acknowledged, not refused: the original's ACK was lost (or outrun by
+// the sender's timer), the program saw its receive complete and destroyed
+// the queue pair at once (ibv_rc_pingpong's last iteration does), and the
+// copy then reached a stream that is closed at this end. A receiver-not-
+// ready answer made the sender restart a message that had been delivered,
+// until its retries ran out against a peer that had already exited.
+func TestDestroyedQPAcksLateCopies(t *testing.T) {
+	for name, op := range map[string]verbs.WROpcode{"send": verbs.WRSend, "send-imm": verbs.WRSendImm,
+		"write": verbs.WRWrite, "write-imm": verbs.WRWriteImm} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, mr.Config{MTU: 1024}, memlink.Config{Seed: 5})
+			target, tb := region(t, f.pb, 4096, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+			recvBuf, _ := region(t, f.pb, 4096, verbs.AccessLocalWrite)
+			recvs := op != verbs.WRWrite
+			if recvs {
+				require.NoError(t, f.qb.PostRecv(f.p.Now, verbs.RecvWR{ID: 9, Local: recvBuf.SGE(0, 4096)}))
+			}
+			// Every packet sent from 1.5 us after the post until 1 ms is
+			// lost: the one-packet message (sent at once) arrives 2 us
+			// after the post, its ACK does not.
+			start := int64(f.p.Now)
+			for _, e := range []uint16{49152, 49153, 49154, 49155} {
+				f.p.Link.AddBlackout(memlink.Blackout{Entropy: e, AnyPlane: true, At: start + 1500, Until: start + 1e6})
+			}
+			f.post(t, verbs.SendWR{ID: 1, Opcode: op, Local: f.src.SGE(0, 1000), RemoteAddr: target.Addr(), RKey: target.RKey(), Imm: 5})
+			if recvs {
+				wb := f.wait(t, f.cqb)
+				require.Equal(t, verbs.StatusSuccess, wb.Status)
+			} else {
+				require.NoError(t, f.p.RunUntil(func() bool { return bytes.Equal(tb[:1000], f.src.Bytes()[:1000]) }, f.p.Now+1e6))
+			}
+			require.Less(t, int64(f.p.Now), start+1e6, "delivered before the blackout ends")
+			require.Zero(t, f.cqa.Len(), "the sender has no ACK yet")
+			require.NoError(t, f.qb.Destroy(f.p.Now))
+			wa := f.wait(t, f.cqa)
+			require.Equal(t, uint64(1), wa.WRID)
+			require.Equal(t, verbs.StatusSuccess, wa.Status, "a delivered message completes at its sender")
+			require.NotZero(t, f.ca.Counters().Retransmits, "the sender did resend")
+			require.Zero(t, f.cb.Counters().RNRNaksSent, "the copy was not refused")
+		})
+	}
+}

@@ -89,6 +89,10 @@ func (s Session) CreateQP(i int, attr verbs.QPAttr) (verbs.QP, error) {
 // answered receiver-not-ready (the peer's queue pair ends in
 // StatusRNRRetryExceeded if it keeps posting, as a real peer's does with a
 // vanished QP) and nothing is placed into this end's memory on its behalf.
+// Late copies of WRITEs and SENDs that had completed here before Destroy
+// are the exception: they are acknowledged as a live queue pair's would be
+// (lateCopy), so that a message delivered before the destroy completes at
+// its sender.
 // The stream id is not reused within the connection.
 func (q *QueuePair) Destroy(now verbs.Time) error {
 	if q.destroyed {
