@@ -113,12 +113,14 @@ enum {
 };
 
 /* What MetaroceVerbsProgress answers: it ran the transport on the caller's
- * thread; the loop is busy running it (a poller may nap until it pushes);
- * or neither (no loop of that kind: the caller spins). */
+ * thread, and that sent or received a packet (MOVED) or did not (RAN); the
+ * loop is busy running it (BUSY: the loop steps aside for the caller at its
+ * next iteration); or neither (no loop of that kind: the caller spins). */
 enum {
 	MRG_PROGRESS_NONE = 0,
 	MRG_PROGRESS_RAN = 1,
 	MRG_PROGRESS_BUSY = 2,
+	MRG_PROGRESS_MOVED = 3,
 };
 
 /*

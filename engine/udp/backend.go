@@ -226,6 +226,9 @@ func (b *Backend) Run(ctx context.Context, app engine.App) error {
 			default:
 			}
 		}
+		if b.wk.efd > 0 && b.wk.stepAside(b, b.cfg.IdleWait) {
+			continue // a polling thread drives (Progress): leave it the transport
+		}
 		fin, err := app.Step(b.Now())
 		if err != nil || fin {
 			return err

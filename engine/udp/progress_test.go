@@ -68,7 +68,7 @@ func TestProgress(t *testing.T) {
 	}
 	var progSteps atomic.Int64
 	prog := engine.AppFunc(func(verbs.Time) (bool, error) { progSteps.Add(1); return false, nil })
-	if ran, err := b.Progress(prog, 0); ran || err != nil {
+	if ran, _, err := b.Progress(prog, 0); ran || err != nil {
 		t.Fatalf("Progress before Run: %v, %v; want false", ran, err)
 	}
 	if b.Driven() {
@@ -102,7 +102,7 @@ func TestProgress(t *testing.T) {
 	// A post: the packet leaves from this goroutine; the loop sleeps on.
 	before := loopSteps.Load()
 	tr.owe.Add(1)
-	if ran, err := b.Progress(prog, 0); !ran || err != nil {
+	if ran, _, err := b.Progress(prog, 0); !ran || err != nil {
 		t.Fatalf("Progress while the loop sleeps: %v, %v; want true", ran, err)
 	}
 	if progSteps.Load() != 1 || tr.owe.Load() != 0 {
@@ -116,7 +116,7 @@ func TestProgress(t *testing.T) {
 	if b.Driven() {
 		t.Fatal("Driven after a post's Progress (no drive)")
 	}
-	if ran, _ := b.Progress(prog, 300*time.Millisecond); !ran {
+	if ran, _, _ := b.Progress(prog, 300*time.Millisecond); !ran {
 		t.Fatal("Progress with a drive did not run")
 	}
 	if !b.Driven() {
@@ -154,7 +154,7 @@ func TestProgress(t *testing.T) {
 		t.Fatal("the loop did not wake")
 	}
 	time.Sleep(10 * time.Millisecond)
-	if ran, _ := b.Progress(prog, 0); ran {
+	if ran, _, _ := b.Progress(prog, 0); ran {
 		t.Fatal("Progress ran while the loop was busy")
 	}
 	holding.Store(false)
@@ -184,5 +184,79 @@ func TestSendNow(t *testing.T) {
 	}
 	if got := b.Stats().TxPackets; got != 1 {
 		t.Fatalf("SendNow sent %d packets, want the 1 echo", got)
+	}
+}
+
+// TestProgressClaimsBusyLoop: a loop that always has packets to send never
+// sleeps, so a poller that ran the transport only while the loop slept
+// would never run it. A drive that finds the loop busy claims it instead:
+// the loop steps aside at its next iteration, the caller's Progress runs
+// (and reports the packets it moved), the loop runs no step of its own
+// while the caller keeps driving, and takes the transport back once the
+// drive has passed.
+func TestProgressClaimsBusyLoop(t *testing.T) {
+	p := newPair(t, Config{Wakeable: true, IdleWait: 10 * time.Millisecond}, Config{})
+	b, peer := p.b[0], p.b[1]
+	tr := &owed{}
+	if err := b.Attach(tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Attach(&owed{}); err != nil {
+		t.Fatal(err)
+	}
+	var loopSteps, progSteps atomic.Int64
+	prog := engine.AppFunc(func(verbs.Time) (bool, error) { progSteps.Add(1); return false, nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) { loopSteps.Add(1); return false, nil }))
+	}()
+	defer func() {
+		tr.owe.Store(0)
+		cancel()
+		b.Wake()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+	}()
+	tr.owe.Store(1 << 40) // the loop sends without end: it never sleeps
+	if !waitFor(2*time.Second, func() bool { return loopSteps.Load() > 100 }) {
+		t.Fatal("the loop is not stepping")
+	}
+	const drive = 300 * time.Millisecond
+	claimed := false
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		ran, _, _ := b.Progress(prog, drive)
+		if !ran {
+			claimed = true // found the loop busy: the claim is made
+			continue
+		}
+		break
+	}
+	if !claimed {
+		t.Fatal("Progress never found the loop busy: the test checked nothing")
+	}
+	ran, moved, err := b.Progress(prog, drive)
+	if !ran || !moved || err != nil {
+		t.Fatalf("Progress after the claim: ran %v moved %v err %v, want a step that sent", ran, moved, err)
+	}
+	// While this goroutine drives, the loop runs no step of its own.
+	before, driven := loopSteps.Load(), 0
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); driven++ {
+		if ran, _, _ := b.Progress(prog, drive); !ran {
+			t.Fatal("the loop took the transport back during the drive")
+		}
+	}
+	if n := loopSteps.Load() - before; n != 0 || driven < 10 {
+		t.Fatalf("the loop ran %d steps during %d driving Progress calls, want 0 and >= 10", n, driven)
+	}
+	// The drive passes: the loop runs again.
+	time.Sleep(drive + 50*time.Millisecond)
+	if b.Driven() {
+		t.Fatal("still Driven after the drive passed")
+	}
+	before = loopSteps.Load()
+	if !waitFor(2*time.Second, func() bool { return loopSteps.Load() > before+10 }) {
+		t.Fatal("the loop did not take the transport back")
 	}
 }

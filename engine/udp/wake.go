@@ -76,12 +76,7 @@ func (w *waker) close() {
 // and reports whether the socket may be readable (false: woken or timed
 // out with nothing to read).
 func (w *waker) wait(b *Backend, d time.Duration) bool {
-	if w.woken.Swap(false) {
-		return false // work was handed over since the App's step: do it now
-	}
-	w.sleeping.Store(true)
-	if w.woken.Load() {
-		w.sleeping.Store(false)
+	if !w.maySleep() {
 		return false
 	}
 	fds := w.fds[:]
@@ -107,10 +102,69 @@ func (w *waker) wait(b *Backend, d time.Duration) bool {
 	// The App runs after this wait, so the work of every Wake so far
 	// will be seen: none of them needs another iteration.
 	w.woken.Store(false)
-	if w.fds[1].Revents != 0 {
-		_, _ = unix.Read(w.efd, w.buf[:]) // reset the counter (non-blocking)
-	}
+	w.drainWake()
 	return n > 0 && w.fds[0].Revents != 0
+}
+
+// maySleep sets sleeping unless a Wake came since the loop last looked
+// (work was handed over since the App's step: the loop does it now, and
+// maySleep reports false); the contract is the waker's.
+func (w *waker) maySleep() bool {
+	if w.woken.Swap(false) {
+		return false
+	}
+	w.sleeping.Store(true)
+	if w.woken.Load() {
+		w.sleeping.Store(false)
+		return false
+	}
+	return true
+}
+
+// drainWake resets the eventfd's counter (non-blocking) if the last ppoll
+// saw it readable, and reports whether it did.
+func (w *waker) drainWake() bool {
+	if w.fds[1].Revents == 0 {
+		return false
+	}
+	_, _ = unix.Read(w.efd, w.buf[:])
+	return true
+}
+
+// stepAside waits, without the transport's ownership, while a polling
+// thread drives it (Progress with a drive, or one that found the loop
+// busy and claimed it): on Wake alone, until the drive passes (a drive
+// renewed meanwhile extends the wait; each ppoll is bounded by d). It
+// reports whether it waited and nothing woke it, so that the loop looks
+// again before it runs a step; false (not driven, or Wake handed it
+// work: a command, a post that was not left to the poller) lets the loop
+// run one iteration, as after any wait. It does not take the ownership
+// back between its ppolls: a driver's Progress must never find the loop
+// busy only because it looked at the clock.
+func (w *waker) stepAside(b *Backend, d time.Duration) bool {
+	if verbs.Time(w.drivenUntil.Load()) <= b.Now() || !w.maySleep() {
+		return false
+	}
+	// The poller runs the timers while it drives; should it stop, the
+	// drive passes within its bound and the loop takes them back.
+	b.own.Unlock()
+	woken := false
+	for !woken {
+		left := time.Duration(verbs.Time(w.drivenUntil.Load()) - b.Now())
+		if left <= 0 {
+			break
+		}
+		wait := min(d, left)
+		w.ts = unix.NsecToTimespec(wait.Nanoseconds())
+		w.sleepUntil.Store(int64(b.Now().Add(wait)))
+		w.fds[1].Revents = 0
+		_, _ = unix.Ppoll(w.fds[1:], &w.ts, nil)
+		woken = w.drainWake() || w.woken.Load()
+	}
+	b.own.Lock()
+	w.sleeping.Store(false)
+	w.woken.Store(false)
+	return !woken
 }
 
 // Wake ends the loop's current or next idle wait at once, so that work

@@ -105,12 +105,21 @@ func (w kickWaker) Wake() { w.k.Kick() }
 // progresser is a backend that runs the transport on the caller's thread
 // while its loop sleeps (udp.Backend.Progress).
 type progresser interface {
-	Progress(app engine.App, drive time.Duration) (bool, error)
+	Progress(app engine.App, drive time.Duration) (ran, moved bool, err error)
 }
 
 // driven is a backend that says whether another thread drives it now
-// (udp.Backend.Driven).
-type driven interface{ Driven() bool }
+// and lets that thread's posts keep its drive going (udp.Backend.Driven,
+// ExtendDrive).
+type driven interface {
+	Driven() bool
+	ExtendDrive(d time.Duration)
+}
+
+// postDrive is how long a post left to the posting thread's next poll
+// keeps that thread's drive going (cqwait.c's MRV_DRIVE_NS, a drive's
+// bound): the thread is still in the program's post-then-poll loop.
+const postDrive = 100 * time.Microsecond
 
 // wake makes the engine goroutine run the work just queued now.
 func (g *eng) wake() {
@@ -123,7 +132,7 @@ func (g *eng) wake() {
 // asleep (its packets leave without a thread wake-up), else by waking it.
 func (g *eng) kick() {
 	if g.progresser != nil {
-		if ran, _ := g.progresser.Progress(g.app, 0); ran {
+		if ran, _, _ := g.progresser.Progress(g.app, 0); ran {
 			return // an error is the loop's to report, at its next step
 		}
 	}
@@ -140,8 +149,16 @@ func (g *eng) kick() {
 // KiB (docs/verbs.md). It reports whether it left the work (the C side
 // then kicks before the program may stop polling).
 func (g *eng) kickSend(lazy bool) bool {
-	if g.progresser != nil && (lazy || g.driven != nil && g.driven.Driven()) {
-		return true
+	if g.progresser != nil {
+		if lazy {
+			if g.driven != nil {
+				g.driven.ExtendDrive(postDrive)
+			}
+			return true
+		}
+		if g.driven != nil && g.driven.Driven() {
+			return true
+		}
 	}
 	g.kick()
 	return false
@@ -165,9 +182,12 @@ func MetaroceVerbsKick() C.int {
 // MetaroceVerbsProgress runs the transport on the calling thread, a
 // program's poll that found its CQ empty (cqwait.c), if the loop is
 // asleep, and lets that thread watch the socket for the next driveNS
-// (the rest of its spin phase); it returns MRG_PROGRESS_RAN if it ran,
-// MRG_PROGRESS_BUSY if the loop was running the transport (the caller
-// may nap until it pushes), MRG_PROGRESS_NONE otherwise.
+// (its drive; a loop found busy steps aside for it at its next
+// iteration, udp.Backend.Progress); it returns MRG_PROGRESS_MOVED if it
+// ran and that sent or received a packet (the transport is in use: the
+// poller spins on), MRG_PROGRESS_RAN if it ran and nothing moved,
+// MRG_PROGRESS_BUSY if the loop was running the transport,
+// MRG_PROGRESS_NONE otherwise.
 //
 //export MetaroceVerbsProgress
 func MetaroceVerbsProgress(driveNS C.int64_t) C.int {
@@ -175,7 +195,9 @@ func MetaroceVerbsProgress(driveNS C.int64_t) C.int {
 	if g == nil || g.progresser == nil || driveNS <= 0 {
 		return C.MRG_PROGRESS_NONE
 	}
-	if ran, _ := g.progresser.Progress(g.app, time.Duration(driveNS)); ran {
+	if ran, moved, _ := g.progresser.Progress(g.app, time.Duration(driveNS)); moved {
+		return C.MRG_PROGRESS_MOVED
+	} else if ran {
 		return C.MRG_PROGRESS_RAN
 	}
 	return C.MRG_PROGRESS_BUSY

@@ -7,11 +7,12 @@
  * produce the completion it waits for: on a host with as many busy
  * threads as cores the engine then runs only when the scheduler preempts
  * the spinner (ib_write_bw at 4 KiB: a third of the native rate). So for
- * MRV_SPIN_NS after its last completion, a thread whose poll finds its CQ
- * empty runs the transport itself if the engine's loop sleeps
+ * MRV_SPIN_NS after its last completion or the last packet the transport
+ * moved, a thread whose poll finds its CQ empty runs the transport itself
  * (MetaroceVerbsProgress: receive, timers, send, push, and it watches the
- * socket in the loop's place for the rest of the spin; no thread is woken
- * on the way, as in the native path, whose application runs in the loop),
+ * socket in the loop's place for the drive, MRV_DRIVE_NS; a loop found
+ * busy steps aside for it at its next iteration; no thread is woken on the
+ * way, as in the native path, whose application runs in the loop),
  * and yields the core (to the loop, or to the peer process that has to
  * answer, when the host has fewer free cores than busy threads); when the
  * loop is busy (it runs the transport, MRG_PROGRESS_BUSY), and after the
@@ -24,6 +25,14 @@
  * METAROCE_VERBS_SPIN_US overrides the spin phase (0: nap at the first
  * empty poll; -1: never nap and never run the transport, spin as on an
  * HCA).
+ *
+ * Why 1 ms: a nap that a push ends costs two thread wake-ups (the loop's
+ * for the packet, the poller's for the push) where the native path's
+ * loop has one, and on a virtual machine a wake-up of an idle vCPU costs
+ * tens of microseconds: with 100 us a ping-pong whose round trip came
+ * near the spin napped and took 1.4 to 2 times the native median. 1 ms is
+ * the loop's own idle wait; after it the thread naps, so an idle program
+ * costs a core for at most 1 ms after its last completion.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -37,9 +46,10 @@
 
 #include "mrv.h"
 
-#define MRV_SPIN_NS 100000 /* empty polls spin (and drive) this long before napping */
+#define MRV_SPIN_NS 1000000 /* empty polls spin (and drive) this long after the transport last moved, then nap */
 #define MRV_NAP_NS 200000 /* one nap's bound */
-#define MRV_BUSY_NS 20000 /* a loop busy this long: nap rather than spin */
+#define MRV_BUSY_NS 100000 /* the transport busy this long (another thread drives it): nap rather than spin */
+#define MRV_DRIVE_NS 100000 /* a drive's bound: the loop takes the transport back this soon after the poller stops */
 
 static uint32_t push_gen;     /* futex word: bumped by every push */
 static int push_waiters;      /* threads napping on push_gen */
@@ -124,19 +134,34 @@ void mrv_cq_idle(struct mrv_cq *cq)
 	if (!idle_since)
 		idle_since = now;
 	if (now - idle_since < (uint64_t)spin) {
-		/* Run the transport here if its loop sleeps (and watch the
-		 * socket for it meanwhile), and yield: the peer process that
-		 * answers may share this core. */
+		/* Run the transport here (claiming it from a busy loop, which
+		 * steps aside at its next iteration) and watch the socket for
+		 * the drive, and yield: the peer process that answers may share
+		 * this core. */
 		__atomic_store_n(&sends_left, 0, __ATOMIC_RELAXED); /* this step takes them */
-		if (mrg.MetaroceVerbsProgress((int64_t)spin - (int64_t)(now - idle_since)) != MRG_PROGRESS_BUSY) {
+		int64_t drive = (int64_t)spin - (int64_t)(now - idle_since);
+		if (drive > MRV_DRIVE_NS)
+			drive = MRV_DRIVE_NS;
+		int ran = mrg.MetaroceVerbsProgress(drive);
+		if (ran == MRG_PROGRESS_MOVED)
+			/* The transport is in use (a stream's ACKs, the packets
+			 * this step sent): the spin starts again, so that a
+			 * stream whose completions come further apart than the
+			 * spin keeps its one driving thread. From the end of
+			 * the step: a step that sent a burst may take longer
+			 * than the spin on a loaded core. */
+			idle_since = mono_ns();
+		if (ran != MRG_PROGRESS_BUSY) {
+			/* It ran, or there is no loop this thread can run
+			 * (DPDK: NONE) and it spins. */
 			busy_since = 0;
 			sched_yield();
 			return;
 		}
-		/* The loop is busy running the transport: it pushes what this
-		 * thread waits for. Briefly (a timer's step), spin on; for
-		 * longer (a stream), a spin here only takes its core (and the
-		 * peer's, on a host with fewer cores than busy threads). */
+		/* The loop is running the transport: it finishes its iteration
+		 * and steps aside for this thread's claim. Should it not (a
+		 * second polling thread drives), nap rather than spin beside
+		 * it on a core that the driver and the peer process need. */
 		if (!busy_since)
 			busy_since = now;
 		if (now - busy_since < MRV_BUSY_NS) {
