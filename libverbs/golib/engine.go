@@ -361,10 +361,13 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 }
 
 // newUDPBackend is the default backend: a UDP socket on the device's
-// address and port.
+// address and port, with the profile's udp keys as the metaroce command
+// applies them (cmd/metaroce openBackend), but for udp.port and the
+// addresses: the device's are verbs.ip and verbs.port.
 func newUDPBackend(e endpoint) (engine.Backend, error) {
+	u := e.cfg.UDP
 	return udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait, Wakeable: true,
-		Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
+		Burst: u.Burst, DSCP: uint8(u.DSCP), Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
 }
 
 // do runs f on the engine goroutine and returns its result.
