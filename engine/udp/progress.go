@@ -98,26 +98,38 @@ func (b *Backend) Driven() bool {
 	return b.wk.efd > 0 && b.Now() < verbs.Time(b.wk.drivenUntil.Load())
 }
 
-// ExtendDrive keeps a drive under way going for at least d from now (it
-// starts none): the driving thread is still at work in the program, e.g.
-// posting the burst that its next poll will send. Any goroutine or thread
-// may call it.
+// ExtendDrive keeps a drive going for at least d from now, or starts one
+// if none is under way: the thread that polls is still at work in the
+// program, e.g. posting the burst that its next poll will send. Any
+// goroutine or thread may call it.
 //
 // Why: perftest's ib_write_bw posts 100 work requests between two polls,
 // one ibv_post_send each, which on a loaded core can outlast a drive; the
 // loop then took the transport back in the middle of a stream, and the
 // next poll had to claim it again (one hand-off between two threads per
 // burst).
+//
+// Why it starts one: the verbs library leaves a post to the posting
+// thread's next poll whenever that thread polled within its spin, which
+// is longer than a drive. With the drive passed the loop sleeps in its own
+// wait, which nothing ended before its idle wait (1 ms) if the program
+// then stopped polling. A drive started here wakes it (Wake: it runs the
+// App, which takes the work, and then steps aside), and is bounded by d
+// like any other.
 func (b *Backend) ExtendDrive(d time.Duration) {
 	if b.wk.efd <= 0 {
 		return
 	}
 	now := b.Now()
 	until := verbs.Time(b.wk.drivenUntil.Load())
-	if now < until && until < now.Add(d) {
-		// A Progress storing its own drive meanwhile wins or loses the
-		// race by a few nanoseconds either way: both are "now + a drive".
-		b.wk.drivenUntil.Store(int64(now.Add(d)))
+	if until >= now.Add(d) {
+		return
+	}
+	// A Progress storing its own drive meanwhile wins or loses the race
+	// by a few nanoseconds either way: both are "now + a drive".
+	b.wk.drivenUntil.Store(int64(now.Add(d)))
+	if now >= until {
+		b.Wake() // no drive was under way: the loop may be asleep in its own wait
 	}
 }
 

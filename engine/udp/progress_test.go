@@ -260,3 +260,57 @@ func TestProgressClaimsBusyLoop(t *testing.T) {
 		t.Fatal("the loop did not take the transport back")
 	}
 }
+
+// TestExtendDriveStartsOne: with no drive under way, ExtendDrive starts
+// one and wakes the loop asleep in its own wait (Config.IdleWait 1 s, the
+// most: the test catches the loop within a millisecond of falling asleep
+// and wants its step within 200 ms), which runs the App at once, then
+// steps aside until the drive passes; with a drive under way it only
+// moves the drive's end, and the loop sleeps on.
+func TestExtendDriveStartsOne(t *testing.T) {
+	p := newPair(t, Config{Wakeable: true, IdleWait: time.Second}, Config{})
+	b := p.b[0]
+	if err := b.Attach(&owed{}); err != nil {
+		t.Fatal(err)
+	}
+	var loopSteps atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) { loopSteps.Add(1); return false, nil }))
+	}()
+	defer func() {
+		cancel()
+		b.Wake()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+	}()
+	asleep := func() bool { return b.wk.sleeping.Load() }
+	if !waitFor(2*time.Second, asleep) {
+		t.Fatal("the loop never went to sleep")
+	}
+	before := loopSteps.Load()
+	b.ExtendDrive(200 * time.Millisecond)
+	if !b.Driven() {
+		t.Fatal("ExtendDrive with no drive under way started none")
+	}
+	if !waitFor(200*time.Millisecond, func() bool { return loopSteps.Load() > before }) {
+		t.Fatal("the loop slept on: a post left to a drive ExtendDrive started would wait out the idle wait")
+	}
+	if !waitFor(time.Second, asleep) {
+		t.Fatal("the loop did not step aside")
+	}
+	// Under way: the end moves, and nothing wakes the loop.
+	mid := loopSteps.Load()
+	until := b.wk.drivenUntil.Load()
+	time.Sleep(5 * time.Millisecond)
+	b.ExtendDrive(200 * time.Millisecond)
+	if b.wk.drivenUntil.Load() <= until {
+		t.Fatal("ExtendDrive did not move the end of the drive under way")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := loopSteps.Load() - mid; n != 0 {
+		t.Fatalf("the loop ran %d steps while stepped aside, want 0", n)
+	}
+}

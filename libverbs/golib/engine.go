@@ -117,8 +117,10 @@ type driven interface {
 }
 
 // postDrive is how long a post left to the posting thread's next poll
-// keeps that thread's drive going (cqwait.c's MRV_DRIVE_NS, a drive's
-// bound): the thread is still in the program's post-then-poll loop.
+// keeps that thread's drive going, or starts one when it has passed
+// (cqwait.c's MRV_DRIVE_NS, a drive's bound): the thread is still in the
+// program's post-then-poll loop, and should it leave, the loop takes the
+// work when the drive passes (udp.Backend.ExtendDrive).
 const postDrive = 100 * time.Microsecond
 
 // wake makes the engine goroutine run the work just queued now.
