@@ -51,6 +51,23 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 	return cond()
 }
 
+// runLoop runs b's loop with app on a goroutine of its own; stop ends it
+// (cancel, then Wake, which ends a wait under way) and checks that Run
+// returned context.Canceled.
+func runLoop(t *testing.T, b *Backend, app engine.App) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx, app) }()
+	return func() {
+		cancel()
+		b.Wake()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+	}
+}
+
 // TestProgress: Progress runs nothing before Run; while Run sleeps it runs
 // the App and sends on the caller's goroutine without waking the loop;
 // with a drive, the packets that arrive are the caller's to read (from
@@ -77,24 +94,13 @@ func TestProgress(t *testing.T) {
 	var loopSteps atomic.Int64
 	hold := make(chan struct{})
 	var holding atomic.Bool
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) {
-			loopSteps.Add(1)
-			if holding.Load() {
-				<-hold
-			}
-			return false, nil
-		}))
-	}()
-	defer func() {
-		cancel()
-		b.Wake()
-		if err := <-done; err != context.Canceled {
-			t.Errorf("Run: %v, want context.Canceled", err)
+	defer runLoop(t, b, engine.AppFunc(func(verbs.Time) (bool, error) {
+		loopSteps.Add(1)
+		if holding.Load() {
+			<-hold
 		}
-	}()
+		return false, nil
+	}))()
 	asleep := func() bool { return b.wk.sleeping.Load() }
 	if !waitFor(2*time.Second, asleep) {
 		t.Fatal("the loop never went to sleep")
@@ -206,18 +212,10 @@ func TestProgressClaimsBusyLoop(t *testing.T) {
 	}
 	var loopSteps, progSteps atomic.Int64
 	prog := engine.AppFunc(func(verbs.Time) (bool, error) { progSteps.Add(1); return false, nil })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) { loopSteps.Add(1); return false, nil }))
-	}()
+	stop := runLoop(t, b, engine.AppFunc(func(verbs.Time) (bool, error) { loopSteps.Add(1); return false, nil }))
 	defer func() {
-		tr.owe.Store(0)
-		cancel()
-		b.Wake()
-		if err := <-done; err != context.Canceled {
-			t.Errorf("Run: %v, want context.Canceled", err)
-		}
+		tr.owe.Store(0) // first, so that the loop can sleep and see the cancel
+		stop()
 	}()
 	tr.owe.Store(1 << 40) // the loop sends without end: it never sleeps
 	if !waitFor(2*time.Second, func() bool { return loopSteps.Load() > 100 }) {
@@ -274,18 +272,7 @@ func TestExtendDriveStartsOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	var loopSteps atomic.Int64
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, engine.AppFunc(func(verbs.Time) (bool, error) { loopSteps.Add(1); return false, nil }))
-	}()
-	defer func() {
-		cancel()
-		b.Wake()
-		if err := <-done; err != context.Canceled {
-			t.Errorf("Run: %v, want context.Canceled", err)
-		}
-	}()
+	defer runLoop(t, b, engine.AppFunc(func(verbs.Time) (bool, error) { loopSteps.Add(1); return false, nil }))()
 	asleep := func() bool { return b.wk.sleeping.Load() }
 	if !waitFor(2*time.Second, asleep) {
 		t.Fatal("the loop never went to sleep")
