@@ -113,9 +113,10 @@ func (b *Backend) Driven() bool {
 // thread's next poll whenever that thread polled within its spin, which
 // is longer than a drive. With the drive passed the loop sleeps in its own
 // wait, which nothing ended before its idle wait (1 ms) if the program
-// then stopped polling. A drive started here wakes it (Wake: it runs the
-// App, which takes the work, and then steps aside), and is bounded by d
-// like any other.
+// then stopped polling. A drive started here wakes it (Wake), and the
+// loop then steps aside until the drive passes, d at most, and runs the
+// App, which takes the work, unless the poller's next Progress took it
+// first.
 func (b *Backend) ExtendDrive(d time.Duration) {
 	if b.wk.efd <= 0 {
 		return

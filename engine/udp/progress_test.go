@@ -261,10 +261,10 @@ func TestProgressClaimsBusyLoop(t *testing.T) {
 
 // TestExtendDriveStartsOne: with no drive under way, ExtendDrive starts
 // one and wakes the loop asleep in its own wait (Config.IdleWait 1 s, the
-// most: the test catches the loop within a millisecond of falling asleep
-// and wants its step within 200 ms), which runs the App at once, then
-// steps aside until the drive passes; with a drive under way it only
-// moves the drive's end, and the loop sleeps on.
+// most: the test catches the loop within a millisecond of falling asleep),
+// which steps aside until the drive (50 ms) passes and then runs the App:
+// within 500 ms, where the loop left asleep would have slept for 1 s. With
+// a drive under way it only moves the drive's end, and the loop sleeps on.
 func TestExtendDriveStartsOne(t *testing.T) {
 	p := newPair(t, Config{Wakeable: true, IdleWait: time.Second}, Config{})
 	b := p.b[0]
@@ -278,21 +278,26 @@ func TestExtendDriveStartsOne(t *testing.T) {
 		t.Fatal("the loop never went to sleep")
 	}
 	before := loopSteps.Load()
-	b.ExtendDrive(200 * time.Millisecond)
+	start := time.Now()
+	b.ExtendDrive(50 * time.Millisecond)
 	if !b.Driven() {
 		t.Fatal("ExtendDrive with no drive under way started none")
 	}
-	if !waitFor(200*time.Millisecond, func() bool { return loopSteps.Load() > before }) {
+	if !waitFor(500*time.Millisecond, func() bool { return loopSteps.Load() > before }) {
 		t.Fatal("the loop slept on: a post left to a drive ExtendDrive started would wait out the idle wait")
 	}
+	if took := time.Since(start); took < 50*time.Millisecond {
+		t.Fatalf("the loop ran the App %v after the drive started, before it passed (50 ms)", took)
+	}
+	// Under way: the end moves, and nothing wakes the loop.
+	b.ExtendDrive(300 * time.Millisecond)
 	if !waitFor(time.Second, asleep) {
 		t.Fatal("the loop did not step aside")
 	}
-	// Under way: the end moves, and nothing wakes the loop.
 	mid := loopSteps.Load()
 	until := b.wk.drivenUntil.Load()
 	time.Sleep(5 * time.Millisecond)
-	b.ExtendDrive(200 * time.Millisecond)
+	b.ExtendDrive(300 * time.Millisecond)
 	if b.wk.drivenUntil.Load() <= until {
 		t.Fatal("ExtendDrive did not move the end of the drive under way")
 	}
