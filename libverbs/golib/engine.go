@@ -369,7 +369,7 @@ func open(e endpoint, push C.mrg_push_fn) (*eng, error) {
 func newUDPBackend(e endpoint) (engine.Backend, error) {
 	u := e.cfg.UDP
 	return udp.New(udp.Config{Addr: netip.AddrPortFrom(e.ip, uint16(e.port)), IdleWait: idleWait, Wakeable: true,
-		Burst: u.Burst, DSCP: uint8(u.DSCP), Loss: e.loss, Seed: uint64(e.seed), SocketBuffer: e.sockBuf})
+		Burst: u.Burst, DSCP: uint8(u.DSCP), Loss: u.Loss, Seed: uint64(u.Seed), SocketBuffer: u.SocketBuffer})
 }
 
 // do runs f on the engine goroutine and returns its result.

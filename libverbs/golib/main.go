@@ -35,9 +35,6 @@ type endpoint struct {
 	port      int
 	mtu       int
 	transport profile.Transport
-	loss      float64
-	seed      int
-	sockBuf   int
 	cfg       profile.Config
 }
 
@@ -72,8 +69,7 @@ func loadEndpoint() (endpoint, error) {
 	if err != nil || !a.Is4() {
 		return endpoint{}, fmt.Errorf("metaroce verbs: %s: no IPv4 address for the device (set verbs.ip)", l.Name)
 	}
-	ep := endpoint{ip: a, port: c.Verbs.Port, mtu: c.MTU(), transport: c.Transport, loss: c.UDP.Loss,
-		seed: c.UDP.Seed, sockBuf: c.UDP.SocketBuffer, cfg: c}
+	ep := endpoint{ip: a, port: c.Verbs.Port, mtu: c.MTU(), transport: c.Transport, cfg: c}
 	return ep, nil
 }
 

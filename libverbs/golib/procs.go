@@ -16,8 +16,9 @@ func init() { raiseProcs() }
 // raiseProcs sets GOMAXPROCS to procsFor's answer and returns it.
 func raiseProcs() int {
 	_, set := os.LookupEnv("GOMAXPROCS")
-	n := procsFor(runtime.GOMAXPROCS(0), runtime.NumCPU(), set)
-	if n != runtime.GOMAXPROCS(0) {
+	cur := runtime.GOMAXPROCS(0)
+	n := procsFor(cur, runtime.NumCPU(), set)
+	if n != cur {
 		runtime.GOMAXPROCS(n)
 	}
 	return n

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestProfileDSCP(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			capture := exec.CommandContext(ctx, tshark, "-i", "lo", "-n", "-l", "-f", "udp and src host 127.0.0.77 and dst host 127.0.0.76",
-				"-c", "20", "-a", "duration:50", "-T", "fields", "-e", "ip.dsfield.dscp")
+				"-c", strconv.Itoa(want), "-a", "duration:50", "-T", "fields", "-e", "ip.dsfield.dscp")
 			out, err := capture.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
