@@ -141,9 +141,16 @@ type Config struct {
 	// PeerDeadTimeout: declare the peer dead when nothing arrived for this
 	// long; its work requests complete with errors. Default 200ms.
 	PeerDeadTimeout time.Duration `key:"peer_dead_timeout"`
-	// ConnectRetry is the interval between CONNECT (and CLOSE) attempts.
-	// Default 1ms.
-	ConnectRetry time.Duration `key:"connect_retry"`
+	// ConnectRetry is the wait after the first CONNECT before the next;
+	// each further wait doubles, up to ConnectRetryMax (verbs.RetryInterval),
+	// so a lost answer costs about ConnectRetry while a peer that is not
+	// running yet (a listener descheduled on a loaded host) has
+	// verbs.RetryBudget to answer: 1.43 s with the defaults. CLOSE attempts
+	// keep the fixed ConnectRetry: a peer that misses the CLOSE finds out by
+	// its peer-dead timeout. Defaults 1ms and 100ms (or ConnectRetry, if
+	// larger).
+	ConnectRetry    time.Duration `key:"connect_retry"`
+	ConnectRetryMax time.Duration `key:"connect_retry_max"`
 	// ConnectRetries: attempts before Connect fails. Default 20.
 	ConnectRetries int `key:"connect_retries"`
 
@@ -225,6 +232,7 @@ func (c Config) Defaults() Config {
 	setDur(&c.KeepaliveInterval, 10*time.Millisecond)
 	setDur(&c.PeerDeadTimeout, 200*time.Millisecond)
 	setDur(&c.ConnectRetry, time.Millisecond)
+	setDur(&c.ConnectRetryMax, max(100*time.Millisecond, c.ConnectRetry))
 	setInt(&c.ConnectRetries, 20)
 	setInt(&c.MaxConns, 65536)
 	setInt(&c.MaxHalfOpen, min(4096, c.MaxConns))
@@ -285,7 +293,7 @@ func (c Config) Validate() error {
 		{"AckDelay", c.AckDelay}, {"InitialRTO", c.InitialRTO}, {"MinRTO", c.MinRTO},
 		{"MaxRTO", c.MaxRTO}, {"PathReprobe", c.PathReprobe}, {"RNRBackoff", c.RNRBackoff},
 		{"KeepaliveInterval", c.KeepaliveInterval}, {"PeerDeadTimeout", c.PeerDeadTimeout},
-		{"ConnectRetry", c.ConnectRetry}, {"HintInterval", c.HintInterval},
+		{"ConnectRetry", c.ConnectRetry}, {"ConnectRetryMax", c.ConnectRetryMax}, {"HintInterval", c.HintInterval},
 	} {
 		if d.v <= 0 {
 			return cfgErr(d.name, "= %v, want > 0", d.v)
@@ -305,6 +313,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.LinkRateBps >= 0 && c.LinkRateBps < 1e15) {
 		return cfgErr("LinkRateBps", "= %v, want 0 (unknown) or a rate in bit/s", c.LinkRateBps)
+	}
+	if c.ConnectRetry > c.ConnectRetryMax {
+		return cfgErr("ConnectRetryMax", "= %v is below ConnectRetry = %v", c.ConnectRetryMax, c.ConnectRetry)
 	}
 	if c.MinRTO > c.MaxRTO {
 		return cfgErr("MinRTO", "= %v exceeds MaxRTO = %v", c.MinRTO, c.MaxRTO)

@@ -577,10 +577,11 @@ func (c *Conn) onTimer(now verbs.Time) {
 		}
 		if c.state == connConnecting {
 			c.queueCtrl(ctrlPkt{op: OpConnect})
+			c.retryAt = now.Add(verbs.RetryInterval(cfg.ConnectRetry, cfg.ConnectRetryMax, c.tries))
 		} else {
 			c.queueCtrl(ctrlPkt{op: OpClose})
+			c.retryAt = now.Add(cfg.ConnectRetry)
 		}
-		c.retryAt = now.Add(cfg.ConnectRetry)
 		return
 	case connEstablished:
 	default:

@@ -341,12 +341,41 @@ func TestConnectUnansweredFails(t *testing.T) {
 	// The link drops every packet.
 	p, err := mempair.New(mr.Config{}, mr.Config{}, memlink.Config{Seed: 14, Loss: 1})
 	require.NoError(t, err)
+	start := p.Now
 	c, err := p.EP[0].Connect(p.Now, 1)
 	require.NoError(t, err)
 	require.Equal(t, verbs.FailNone, c.FailReason())
 	require.NoError(t, p.RunUntil(func() bool { return c.State() == "failed" }, p.Now+verbs.Time(time.Minute)))
 	require.Equal(t, verbs.FailConnectTimeout, c.FailReason())
 	require.Equal(t, verbs.StatusRetryExceeded, c.Failure())
+	// It gave up after its 20 attempts' doubling waits (1.43 s), not after
+	// 20 fixed ones (20 ms), and sent each attempt once.
+	cfg := mr.Config{}.Defaults()
+	budget := verbs.RetryBudget(cfg.ConnectRetry, cfg.ConnectRetryMax, cfg.ConnectRetries)
+	require.Equal(t, 1427*time.Millisecond, budget)
+	took := time.Duration(p.Now - start)
+	require.True(t, took >= budget && took < budget+time.Millisecond, "failed after %v, want %v", took, budget)
+	require.Equal(t, uint64(cfg.ConnectRetries), p.Link.Stats().Sent, "CONNECTs sent")
+}
+
+// TestConnectOutlastsLateListener: the listener's answers can be late by
+// much more than the first retry intervals (a process descheduled on a
+// loaded host reads its socket a few hundred milliseconds late). Every
+// packet sent in the first 300 ms arrives 300 ms late; the doubling waits
+// keep the dialer trying until the answer comes. Before, the dialer gave up
+// after 20 attempts 1 ms apart.
+func TestConnectOutlastsLateListener(t *testing.T) {
+	p, err := mempair.New(mr.Config{}, mr.Config{}, memlink.Config{Seed: 15})
+	require.NoError(t, err)
+	start := int64(p.Now)
+	for e := uint16(49152); e < 49152+8; e++ { // every one of the default 8 paths
+		p.Link.AddHold(memlink.Hold{Entropy: e, AnyPlane: true, At: start, Until: start + 300e6, Extra: 300e6})
+	}
+	c, err := p.EP[0].Connect(p.Now, 1)
+	require.NoError(t, err)
+	require.NoError(t, p.RunUntil(func() bool { return c.State() != "connecting" }, p.Now+verbs.Time(5*time.Second)))
+	require.Equal(t, "established", c.State(), "fail reason %v", c.FailReason())
+	require.GreaterOrEqual(t, int64(p.Now)-start, int64(300e6), "the answer was held")
 }
 
 // TestCloseSurvivesLostCloseAck: the peer removed its connection and its

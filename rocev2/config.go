@@ -73,11 +73,18 @@ type Config struct {
 
 	// AcceptIncoming makes the endpoint accept CM REQs.
 	AcceptIncoming bool
-	// ConnectRetry is the interval between CM REQ (and REP) retransmissions
-	// and ConnectRetries how many are sent before the connection fails.
-	// Defaults 1 ms and 15 (the CM's largest Max CM Retries).
-	ConnectRetry   time.Duration `key:"connect_retry"`
-	ConnectRetries int           `key:"connect_retries"`
+	// ConnectRetry is the wait after the first CM REQ (or REP) before it is
+	// sent again; each further wait doubles, up to ConnectRetryMax
+	// (verbs.RetryInterval, as in the metaroce core), and ConnectRetries is
+	// how many are sent before the connection fails. An HCA's CM waits its
+	// Remote CM Response Timeout between REQs (seconds with rdma_cm's
+	// default); the doubling keeps a lost REQ's cost near 1 ms while a peer
+	// that is slow to answer (a descheduled listener) still has 0.93 s with
+	// the defaults: 1 ms, 100 ms (or ConnectRetry, if larger) and 15 (the
+	// CM's largest Max CM Retries).
+	ConnectRetry    time.Duration `key:"connect_retry"`
+	ConnectRetryMax time.Duration `key:"connect_retry_max"`
+	ConnectRetries  int           `key:"connect_retries"`
 	// MaxQPs bounds the endpoint's QPs (every state): a REQ beyond it is
 	// rejected (REJ, no QP) and Connect fails. It bounds the tables a
 	// peer's REQs can grow, nothing else of RoCEv2 changes. Default 65536.
@@ -136,6 +143,9 @@ func (c Config) Defaults() Config {
 	if c.ConnectRetry == 0 {
 		c.ConnectRetry = time.Millisecond
 	}
+	if c.ConnectRetryMax == 0 {
+		c.ConnectRetryMax = max(100*time.Millisecond, c.ConnectRetry)
+	}
 	setInt(&c.ConnectRetries, 15)
 	setInt(&c.MaxQPs, 65536)
 	if c.QPNBase == 0 {
@@ -186,6 +196,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConnectRetry <= 0 {
 		return cfgErr("ConnectRetry", "= %v, want > 0", c.ConnectRetry)
+	}
+	if c.ConnectRetryMax < c.ConnectRetry {
+		return cfgErr("ConnectRetryMax", "= %v is below ConnectRetry = %v", c.ConnectRetryMax, c.ConnectRetry)
 	}
 	if !(c.LineRateBps > 0) || c.LineRateBps > 1e13 {
 		return cfgErr("LineRateBps", "= %v, want > 0 and <= 1e13", c.LineRateBps)

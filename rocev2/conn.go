@@ -325,7 +325,7 @@ func (c *Conn) onTimer(now verbs.Time) {
 		} else {
 			c.queueCM(AttrREP)
 		}
-		c.retryAt = now.Add(cfg.ConnectRetry)
+		c.retryAt = now.Add(verbs.RetryInterval(cfg.ConnectRetry, cfg.ConnectRetryMax, c.tries))
 		return
 	case stateEstablished:
 	default:

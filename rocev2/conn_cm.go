@@ -7,7 +7,8 @@ import "github.com/metaroce/metaroce/verbs"
 //	active:  Connect -> connecting --REP--> established (RTU sent)
 //	passive: REQ -> accepting --RTU or first request--> established
 //
-// The active side repeats its REQ every ConnectRetry until a REP arrives,
+// The active side repeats its REQ, after ConnectRetry and then doubling
+// waits up to ConnectRetryMax (verbs.RetryInterval), until a REP arrives,
 // the passive side its REP until the RTU (or a request) arrives; a repeated
 // REQ is answered with the same REP, a repeated REP with another RTU. After
 // ConnectRetries attempts the QP fails.
@@ -151,7 +152,7 @@ func (e *Endpoint) onREQ(now verbs.Time, m *CMMessage, peer verbs.PeerHandle) {
 	c.state = stateAccepting
 	c.queueCM(AttrREP)
 	c.tries = 1
-	c.retryAt = now.Add(e.cfg.ConnectRetry)
+	c.retryAt = now.Add(verbs.RetryInterval(e.cfg.ConnectRetry, e.cfg.ConnectRetryMax, c.tries))
 	e.reqs[reqKey{peer, c.rcommID, c.tid}] = c
 	e.queueAccepted(c)
 	e.touch(c, now)

@@ -156,11 +156,34 @@ func TestConnectRefused(t *testing.T) {
 // retries, as unanswered, not refused.
 func TestConnectUnanswered(t *testing.T) {
 	p, _, eb := pair(t, rocev2.Config{}, rocev2.Config{}, memlink.Config{Seed: 24, Loss: 1})
+	start := p.Now
 	c, err := eb.Connect(p.Now, 0)
 	require.NoError(t, err)
 	require.Equal(t, verbs.FailNone, c.FailReason())
 	require.NoError(t, p.RunUntil(func() bool { return c.State() == "closed" }, p.Now+verbs.Time(time.Minute)))
 	require.Equal(t, verbs.FailConnectTimeout, c.FailReason())
+	// 15 REQs with doubling waits from 1 ms to 100 ms: 0.93 s in all.
+	cfg := rocev2.Config{}.Defaults()
+	budget := verbs.RetryBudget(cfg.ConnectRetry, cfg.ConnectRetryMax, cfg.ConnectRetries)
+	require.Equal(t, 927*time.Millisecond, budget)
+	took := time.Duration(p.Now - start)
+	require.True(t, took >= budget && took < budget+time.Millisecond, "failed after %v, want %v", took, budget)
+	require.Equal(t, uint64(cfg.ConnectRetries), p.Link.Stats().Sent, "REQs sent")
+}
+
+// TestConnectOutlastsLateListener: REQs that reach the listener 300 ms
+// late (a descheduled process) still connect: the REQ's doubling waits
+// outlast the stall, as an HCA's CM with its seconds-long response
+// timeout would. CM messages travel on the GSI's source port.
+func TestConnectOutlastsLateListener(t *testing.T) {
+	p, ea, _ := pair(t, rocev2.Config{}, rocev2.Config{}, memlink.Config{Seed: 25})
+	start := int64(p.Now)
+	c, err := ea.Connect(p.Now, 1)
+	require.NoError(t, err)
+	p.Link.AddHold(memlink.Hold{Entropy: rocev2.GSIPort, AnyPlane: true, At: start, Until: start + 300e6, Extra: 300e6})
+	require.NoError(t, p.RunUntil(func() bool { return c.State() != "connecting" }, p.Now+verbs.Time(5*time.Second)))
+	require.Equal(t, "established", c.State(), "state %s after %v, fail reason %v", c.State(), time.Duration(int64(p.Now)-start), c.FailReason())
+	require.GreaterOrEqual(t, int64(p.Now)-start, int64(300e6), "the REQs were held")
 }
 
 func TestConnectSurvivesLossOfCMPackets(t *testing.T) {

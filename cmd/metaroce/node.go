@@ -152,6 +152,11 @@ func (n *node) connect(server bool, nqp int, deadline time.Time, stop func() boo
 			n.serving = server
 			return true, nil
 		}
+		if why := n.setupFailed(); why != verbs.FailNone {
+			// Its retries are spent: waiting out the deadline would only
+			// hide the reason for the rest of the setup timeout.
+			return false, fmt.Errorf("%s connection failed: %v", n.name, why)
+		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("%s connection not established within the setup timeout", n.name)
 		}
@@ -213,6 +218,19 @@ func (n *node) ready(server bool, nqp int) bool {
 		}
 	}
 	return true
+}
+
+// setupFailed is why one of the node's sessions failed before it was
+// established (FailNone while every one is up or still connecting).
+func (n *node) setupFailed() verbs.FailReason {
+	for _, s := range n.sess {
+		if !s.Established() && !s.Connecting() {
+			if why := s.FailReason(); why != verbs.FailNone {
+				return why
+			}
+		}
+	}
+	return verbs.FailNone
 }
 
 // run runs the backend's loop (engine.Backend.Run) with step as the

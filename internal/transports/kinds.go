@@ -144,9 +144,12 @@ func Of(t profile.Transport) (Kind, error) {
 // VerbsConnect raises a CONNECT budget to what verbs peers need: they
 // reach RTR seconds apart, each after its own out-of-band exchange, and a
 // loaded machine delays answers (the CLI's lock-step defaults are too
-// tight there).
+// tight there). The interval stays fixed (ConnectRetryMax = ConnectRetry,
+// no doubling): the peer reaches RTR at any moment within those seconds and
+// should be found within 10 ms of it.
 func VerbsConnect(mc *mr.Config) {
 	mc.ConnectRetry = max(mc.ConnectRetry, 10*time.Millisecond)
+	mc.ConnectRetryMax = mc.ConnectRetry
 	mc.ConnectRetries = max(mc.ConnectRetries, 1000)
 }
 

@@ -4,9 +4,11 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/metaroce/metaroce/engine/udp"
 	"github.com/metaroce/metaroce/internal/transports"
+	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/profile"
 	"github.com/metaroce/metaroce/verbs"
 )
@@ -80,5 +82,17 @@ func TestVerbsDevices(t *testing.T) {
 		if q.QPN() != 0xABC01 || setPSN(9) != nil {
 			t.Fatalf("QPN %#x", q.QPN())
 		}
+	}
+}
+
+// TestVerbsConnectBudget: verbs peers keep the fixed 10 ms CONNECT
+// interval for 1000 attempts (10 s, docs/verbs.md), not the CLI's doubling
+// waits, which would stretch 1000 attempts to 100 s.
+func TestVerbsConnectBudget(t *testing.T) {
+	mc := mr.Config{}
+	transports.VerbsConnect(&mc)
+	mc = mc.Defaults()
+	if got := verbs.RetryBudget(mc.ConnectRetry, mc.ConnectRetryMax, mc.ConnectRetries); got != 10*time.Second {
+		t.Fatalf("verbs connect budget %v, want 10s", got)
 	}
 }

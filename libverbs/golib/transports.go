@@ -57,5 +57,5 @@ func newTransport(cfg profile.Config, be engine.Backend, id mr.NodeID) (transpor
 func acceptWait(cfg profile.Config) time.Duration {
 	mc := cfg.Metaroce.Core()
 	transports.VerbsConnect(&mc)
-	return mc.ConnectRetry*time.Duration(mc.ConnectRetries) + time.Second
+	return verbs.RetryBudget(mc.ConnectRetry, mc.ConnectRetryMax, mc.ConnectRetries) + time.Second
 }
