@@ -81,7 +81,17 @@ type WorkCompletion struct {
 // Poll a queue but never forge a completion in it.
 type CompletionQueue struct {
 	q queue.Ring[WorkCompletion]
+	// onReady and flagged: see OnReady.
+	onReady func()
+	flagged bool
 }
+
+// OnReady sets f to be called at the first push after Poll last left the
+// queue empty (and at the first push ever), so that an owner of many
+// queues finds the ones with completions without polling each. f runs on
+// the goroutine that runs the transport core, inside the push; it must
+// not push or poll. A queue that is never drained to empty calls f once.
+func (q *CompletionQueue) OnReady(f func()) { q.onReady = f }
 
 // PushFunc is the type of the function transport cores fetch with
 // cqhook.Push[verbs.PushFunc]() to report a completion into a queue.
@@ -102,6 +112,9 @@ func (q *CompletionQueue) Poll(out []WorkCompletion) int {
 		out[k] = q.q.Pop()
 		k++
 	}
+	if q.q.Len() == 0 {
+		q.flagged = false
+	}
 	return k
 }
 
@@ -109,4 +122,12 @@ func (q *CompletionQueue) Poll(out []WorkCompletion) int {
 func (q *CompletionQueue) Len() int { return q.q.Len() }
 
 // push appends a completion (see the type's comment for who may).
-func (q *CompletionQueue) push(wc WorkCompletion) { q.q.Push(wc) }
+func (q *CompletionQueue) push(wc WorkCompletion) {
+	q.q.Push(wc)
+	if !q.flagged {
+		q.flagged = true
+		if q.onReady != nil {
+			q.onReady()
+		}
+	}
+}

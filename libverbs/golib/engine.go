@@ -69,6 +69,18 @@ type eng struct {
 	peers         map[netip.AddrPort]verbs.PeerHandle
 	sessions      map[verbs.PeerHandle]verbs.Session
 	waiting       map[verbs.PeerHandle][]*qp
+	// waitCheck: the earliest waitUntil of a QP in waiting (0: none), so
+	// that a step looks at the waiting QPs only when one's time is up.
+	waitCheck verbs.Time
+	// posted lists the QPs with work in pendSend or pendRecv (mu), and
+	// readyCQs the CQs with completions to collect or push (the engine
+	// goroutine's): a step visits those, not every QP and CQ, so its cost
+	// does not grow with the QPs and CQs a program holds. The spares are
+	// the lists' other halves, swapped in each step.
+	posted, spareQPs  []*qp
+	readyCQs, spareCQ []*cq
+	// asyncAt: when the step next looks for failed sessions (raiseAsync).
+	asyncAt verbs.Time
 	// waker ends the loop's idle wait when a C thread hands it work (nil
 	// for a backend that cannot: then the work waits out the idle wait).
 	waker waker
@@ -218,6 +230,8 @@ type cq struct {
 	out     []C.struct_mrg_wc // translated, not yet taken by the C ring
 	users   int
 	pushed  bool // completions went into the ring this step (their event is due)
+	listed  bool // in eng.readyCQs
+	gone    bool // destroyed: a listed entry is skipped
 	handle  uint32
 	scratch *C.struct_mrg_wc // C memory: cap entries
 	cap     int
@@ -247,6 +261,8 @@ type qp struct {
 	outstanding atomic.Int64 // sends posted and not completed: posts add (mu), the engine subtracts
 	sqDepth     int
 	destroyed   bool
+	removed     bool // ibv_destroy_qp ran: an entry in eng.posted is skipped
+	listed      bool // in eng.posted (mu)
 	failed      error
 	// waitUntil: while the QP waits for its peer's connection (accepting
 	// side), when its work fails instead (failUnconnected); 0 otherwise.
@@ -423,45 +439,117 @@ func (g *eng) step(now verbs.Time) (bool, error) {
 		}
 		delete(g.waiting, h)
 	}
-	for _, q := range g.qps {
-		if q.core != nil {
+	if g.waitCheck != 0 && now >= g.waitCheck {
+		g.expireWaiting(now)
+	}
+	posted := g.posted
+	g.posted, g.spareQPs = g.spareQPs[:0], nil
+	for _, q := range posted {
+		q.listed = false
+		switch {
+		case q.removed:
+		case q.core != nil:
 			// Swapped, not copied: the engine posts takenX below,
 			// and the threads append to the emptied pendX meanwhile.
 			q.takenRecv, q.pendRecv = q.pendRecv, q.takenRecv[:0]
 			q.takenSend, q.pendSend = q.pendSend, q.takenSend[:0]
-		} else if q.failed != nil || q.waitUntil != 0 && now >= q.waitUntil {
-			g.failUnconnected(q)
+		case q.failed != nil:
+			g.failUnconnected(q) // what was posted since it failed is flushed
 		}
+		// Otherwise not connected yet: the work waits in pendX for
+		// attach (flush), or for failUnconnected.
 	}
 	g.mu.Unlock()
-	for _, q := range g.qps {
+	for _, q := range posted {
 		if len(q.takenRecv) > 0 || len(q.takenSend) > 0 {
 			g.post(now, q, q.takenRecv, q.takenSend)
 			q.takenRecv, q.takenSend = q.takenRecv[:0], q.takenSend[:0]
 		}
 	}
+	clear(posted)
+	g.spareQPs = posted[:0]
 	// Every CQ's completions are collected (and the send queues' slots
 	// freed) before any is pushed: a program that sees its receive
 	// completion may post at once, from another thread, and must find
-	// the slot of the send the same batch completed free.
-	for _, c := range g.cqs {
-		g.collect(c)
+	// the slot of the send the same batch completed free. Only the CQs
+	// that had a completion pushed or left over are visited (readyCQs).
+	ready := g.readyCQs
+	g.readyCQs, g.spareCQ = g.spareCQ[:0], nil
+	for _, c := range ready {
+		c.listed = false
+		if !c.gone {
+			g.collect(c)
+		}
 	}
-	for _, c := range g.cqs {
-		g.pushOut(c)
+	for _, c := range ready {
+		if !c.gone {
+			g.pushOut(c)
+		}
 	}
 	// The channel events last, once every ring holds its completions:
 	// a program woken by one event polls the CQ it expects, which may be
 	// another (perftest's -e loops wait for any event, then poll the send
 	// CQ once), and must find its completion there.
-	for _, c := range g.cqs {
+	for _, c := range ready {
+		if c.gone {
+			continue
+		}
 		if c.pushed {
 			c.pushed = false
 			C.mrg_call_push(g.push, c.c, nil, 0)
 		}
+		if len(c.out) > 0 {
+			g.markCQ(c) // the ring was full: the rest goes at the next step
+		}
 	}
-	g.raiseAsync()
+	clear(ready)
+	g.spareCQ = ready[:0]
+	if now >= g.asyncAt {
+		// Sessions fail seldom and their event may come a little late:
+		// looked for once a millisecond, not at every step.
+		g.asyncAt = now.Add(time.Millisecond)
+		g.raiseAsync()
+	}
 	return false, nil
+}
+
+// markPosted lists q for the next step's posting pass (mu held): every
+// change to q.pendSend or q.pendRecv calls it.
+func (g *eng) markPosted(q *qp) {
+	if !q.listed {
+		q.listed = true
+		g.posted = append(g.posted, q)
+	}
+}
+
+// markCQ lists c for the next step's collection and push (the engine
+// goroutine: the core's push, through the CQ's OnReady, or a completion
+// the library made, fail).
+func (g *eng) markCQ(c *cq) {
+	if !c.listed {
+		c.listed = true
+		g.readyCQs = append(g.readyCQs, c)
+	}
+}
+
+// expireWaiting fails the waiting QPs whose time is up and sets waitCheck
+// to the next (mu held).
+func (g *eng) expireWaiting(now verbs.Time) {
+	var expired []*qp
+	g.waitCheck = 0
+	for _, w := range g.waiting {
+		for _, q := range w {
+			switch {
+			case now >= q.waitUntil:
+				expired = append(expired, q)
+			case g.waitCheck == 0 || q.waitUntil < g.waitCheck:
+				g.waitCheck = q.waitUntil
+			}
+		}
+	}
+	for _, q := range expired {
+		g.failUnconnected(q)
+	}
 }
 
 // attach creates q's core QP on session s and posts what waited.
@@ -471,6 +559,7 @@ func (g *eng) attach(now verbs.Time, q *qp, s verbs.Session) {
 	if err != nil {
 		q.failed = err
 		fmt.Fprintf(os.Stderr, "metaroce verbs: QP %#x: stream %d on %v: %v\n", q.qpn, q.stream, q.peer, err)
+		g.markPosted(q) // its work fails at the next step (failUnconnected)
 		return
 	}
 	q.core, q.waitUntil, q.session = core, 0, s
@@ -518,6 +607,7 @@ func (g *eng) post(now verbs.Time, q *qp, recvs []C.struct_mrg_recv_wr, sends []
 func (g *eng) fail(c *cq, wrid uint64, status, op, qpn uint32) {
 	c.out = append(c.out, C.struct_mrg_wc{wr_id: C.uint64_t(wrid), status: C.uint32_t(status),
 		opcode: C.uint32_t(op), qp_num: C.uint32_t(qpn)})
+	g.markCQ(c)
 }
 
 // wcStatus is the ibv_wc_status of a core status (a switch, not a map:
@@ -662,6 +752,9 @@ func (g *eng) connect(now verbs.Time, q *qp, ip netip.Addr, dest, rqPSN uint32) 
 	}
 	g.waiting[h] = append(g.waiting[h], q)
 	q.waitUntil = now.Add(acceptWait(g.ep.cfg))
+	if g.waitCheck == 0 || q.waitUntil < g.waitCheck {
+		g.waitCheck = q.waitUntil
+	}
 	return nil
 }
 

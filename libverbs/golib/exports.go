@@ -148,8 +148,10 @@ func MetaroceVerbsCreateCQ(c *C.struct_mrv_cq, depth C.int, handle *C.uint32_t) 
 		n := min(int(depth), 256)
 		h := g.handle()
 		*handle = C.uint32_t(h)
-		g.cqs[h] = &cq{core: verbs.NewCompletionQueue(2 * maxQPWR), c: c, buf: make([]verbs.WorkCompletion, 64),
+		q := &cq{core: verbs.NewCompletionQueue(2 * maxQPWR), c: c, buf: make([]verbs.WorkCompletion, 64),
 			handle: h, cap: n, scratch: (*C.struct_mrg_wc)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.struct_mrg_wc{}))))}
+		q.core.OnReady(func() { g.markCQ(q) })
+		g.cqs[h] = q
 		return nil
 	}))
 }
@@ -169,6 +171,7 @@ func MetaroceVerbsDestroyCQ(h C.uint32_t) C.int {
 			return errBusy
 		}
 		delete(g.cqs, uint32(h))
+		c.gone = true
 		C.free(unsafe.Pointer(c.scratch))
 		return nil
 	}))
@@ -278,6 +281,7 @@ func MetaroceVerbsDestroyQP(h C.uint32_t) C.int {
 		q.scq.users--
 		q.rcq.users--
 		g.qpIdx[q.idx] = false
+		q.removed = true
 		delete(g.qps, uint32(h))
 		return nil
 	}))
@@ -305,6 +309,7 @@ func MetaroceVerbsPostSend(h C.uint32_t, wr *C.struct_mrg_send_wr, n, lazy C.int
 	k := min(len(ws), q.sqDepth-int(q.outstanding.Load()))
 	q.pendSend = append(q.pendSend, ws[:k]...)
 	q.outstanding.Add(int64(k))
+	g.markPosted(q)
 	g.mu.Unlock()
 	*deferred = 0
 	if k > 0 && g.kickSend(lazy != 0) {
@@ -332,6 +337,7 @@ func MetaroceVerbsPostRecv(h C.uint32_t, wr *C.struct_mrg_recv_wr, n C.int, post
 		return C.EINVAL
 	}
 	q.pendRecv = append(q.pendRecv, ws...)
+	g.markPosted(q)
 	g.mu.Unlock()
 	// A receive must reach the core before the SEND it is for: a loop
 	// woken by that packet would otherwise answer it with an RNR NAK.

@@ -40,6 +40,7 @@ func MetaroceVerbsPostSendAll(h C.uint32_t, wr *C.struct_mrg_send_wr, n, lazy C.
 	}
 	q.pendSend = append(q.pendSend, unsafe.Slice(wr, int(n))...)
 	q.outstanding.Add(int64(n))
+	g.markPosted(q)
 	g.mu.Unlock()
 	if g.kickSend(lazy != 0) {
 		*deferred = 1
