@@ -220,14 +220,12 @@ func (n *node) ready(server bool, nqp int) bool {
 	return true
 }
 
-// setupFailed is why one of the node's sessions failed before it was
-// established (FailNone while every one is up or still connecting).
+// setupFailed is why one of the node's sessions failed (FailNone while
+// none has: a failed session is neither established nor connecting).
 func (n *node) setupFailed() verbs.FailReason {
 	for _, s := range n.sess {
-		if !s.Established() && !s.Connecting() {
-			if why := s.FailReason(); why != verbs.FailNone {
-				return why
-			}
+		if why := s.FailReason(); why != verbs.FailNone {
+			return why
 		}
 	}
 	return verbs.FailNone
