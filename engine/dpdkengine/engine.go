@@ -117,6 +117,11 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 	if err != nil {
 		return nil, err
 	}
+	if info.Driver == "net_memif" {
+		if err := checkMemifBuf(pc.Name, id.DevArgs(), e.cfg.DataRoom); err != nil {
+			return nil, err
+		}
+	}
 	if info.MaxRxQueues < pc.Queues || info.MaxTxQueues < pc.Queues {
 		return nil, fmt.Errorf("dpdk engine: port %s: %d queues asked, driver %s allows %d rx / %d tx",
 			pc.Name, pc.Queues, info.Driver, info.MaxRxQueues, info.MaxTxQueues)
