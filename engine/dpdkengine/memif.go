@@ -51,3 +51,38 @@ func checkMemifBuf(name, devargs string, dataRoom int) error {
 	}
 	return nil
 }
+
+// memifEAL returns eal with bsize=<data_room less the headroom> added to
+// every memif --vdev that has no bsize and whose default buffers would
+// be too small (checkMemifBuf), and the names of those vdevs. eal itself
+// is not changed. A memif --vdev with a bsize of its own is left as it
+// is: if that is too small, openPort refuses the port.
+func memifEAL(eal []string, dataRoom int) (out, raised []string) {
+	need := dataRoom - mbufHeadroom
+	if need <= memifDefaultBufSize {
+		return eal, nil
+	}
+	out = append([]string(nil), eal...)
+	for i := 0; i < len(out); i++ {
+		arg, j := out[i], i
+		if v, ok := strings.CutPrefix(arg, "--vdev="); ok {
+			arg = v
+		} else if arg == "--vdev" && i+1 < len(out) {
+			j = i + 1
+			arg = out[j]
+			i++
+		} else {
+			continue
+		}
+		name, args, _ := strings.Cut(arg, ",")
+		if !strings.HasPrefix(name, "net_memif") {
+			continue
+		}
+		if strings.Contains(","+args, ",bsize=") {
+			continue
+		}
+		out[j] += fmt.Sprintf(",bsize=%d", need)
+		raised = append(raised, name)
+	}
+	return out, raised
+}

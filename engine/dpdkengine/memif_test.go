@@ -30,6 +30,21 @@ func TestMemifBufSize(t *testing.T) {
 	}
 }
 
+func TestMemifEAL(t *testing.T) {
+	eal := []string{"--no-huge", "--vdev", "net_memif0,role=server,socket=/s", "--vdev=net_memif1,role=client,socket=/s",
+		"--vdev", "net_memif2,bsize=1024", "--vdev", "net_ring0", "-a", "0000:3b:00.0", "--vdev"}
+	orig := append([]string(nil), eal...)
+	// The default data room fits memif's default buffers: nothing changes.
+	out, raised := memifEAL(eal, Config{}.Defaults().DataRoom)
+	require.Equal(t, orig, out)
+	require.Empty(t, raised)
+	out, raised = memifEAL(eal, 4480)
+	require.Equal(t, []string{"--no-huge", "--vdev", "net_memif0,role=server,socket=/s,bsize=4352", "--vdev=net_memif1,role=client,socket=/s,bsize=4352",
+		"--vdev", "net_memif2,bsize=1024", "--vdev", "net_ring0", "-a", "0000:3b:00.0", "--vdev"}, out)
+	require.Equal(t, []string{"net_memif0", "net_memif1"}, raised)
+	require.Equal(t, orig, eal, "the caller's arguments are not changed")
+}
+
 // TestMemifRefusesSmallBuffers: a memif port whose buffers (memif's
 // default 2 KiB here) are smaller than an mbuf's data is refused before
 // it is configured, with an error that names the keys to change (DPDK
