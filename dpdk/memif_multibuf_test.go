@@ -81,8 +81,15 @@ func TestMemifMultiBuffer(t *testing.T) {
 			for dir, name := range []string{"server to client", "client to server"} {
 				full, err := multiBufRun(p, ports[dir], ports[1-dir], 3*time.Second, 30000)
 				if pair.corrupt {
-					require.Error(t, err, "%s: memif no longer corrupts frames spread over several buffers", name)
-					t.Logf("%s, as known: %v", name, err)
+					// What the engine's bsize rule guards against. A DPDK
+					// that no longer corrupts these frames is not a failure
+					// here (CI installs Debian's current 22.11): it says the
+					// rule could be relaxed, so the test says so.
+					if err == nil {
+						t.Logf("%s: this memif no longer corrupts frames spread over several buffers: the bsize rule (docs/dpdk.md) may be relaxed", name)
+					} else {
+						t.Logf("%s, as known: %v", name, err)
+					}
 				} else {
 					require.NoError(t, err, name)
 					require.NotZero(t, full, "%s: the ring never filled", name)
