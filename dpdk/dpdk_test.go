@@ -4,6 +4,7 @@ package dpdk
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -197,6 +198,17 @@ func TestMemifPair(t *testing.T) {
 		require.Equal(t, byte(i), m.Data()[999])
 	}
 	FreeBulk(out[:got])
+}
+
+func TestPortDevArgs(t *testing.T) {
+	for name, want := range map[string]string{
+		"net_ring0":  "",
+		"net_memif4": "role=server,id=0,bsize=4096,socket=" + filepath.Join(filepath.Dir(memifSock), "memif4.sock"),
+	} {
+		p, err := PortByName(name)
+		require.NoError(t, err)
+		require.Equal(t, want, p.DevArgs(), name)
+	}
 }
 
 func TestMalloc(t *testing.T) {

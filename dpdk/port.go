@@ -4,6 +4,8 @@ package dpdk
 
 /*
 #include "mr_dpdk.h"
+#include <rte_dev.h>
+#include <rte_devargs.h>
 
 static int mr_port_configure(uint16_t port, uint16_t nrx, uint16_t ntx,
 	uint64_t rxoff, uint64_t txoff, uint32_t mtu)
@@ -26,6 +28,17 @@ static int mr_rxq_setup(uint16_t port, uint16_t q, uint16_t desc, struct rte_mem
 	struct rte_eth_rxconf c = info.default_rxconf;
 	c.offloads = off;
 	return rte_eth_rx_queue_setup(port, q, desc, rte_eth_dev_socket_id(port), &c, mp);
+}
+
+// mr_port_devargs is the driver arguments the port's device was created
+// with (a --vdev's "key=value,..." after its name), or NULL.
+static const char *mr_port_devargs(uint16_t port)
+{
+	struct rte_eth_dev_info info;
+	if (rte_eth_dev_info_get(port, &info) != 0 || info.device == NULL)
+		return NULL;
+	const struct rte_devargs *da = rte_dev_devargs(info.device);
+	return da != NULL ? da->args : NULL;
 }
 
 static int mr_txq_setup(uint16_t port, uint16_t q, uint16_t desc, uint64_t off)
@@ -96,6 +109,16 @@ func (p PortID) Name() string {
 		return fmt.Sprintf("port%d", p)
 	}
 	return C.GoString(&buf[0])
+}
+
+// DevArgs is the driver arguments the port's device was created with: for
+// a vdev, what follows its name in --vdev ("role=server,id=0,..."); ""
+// when there are none.
+func (p PortID) DevArgs() string {
+	if a := C.mr_port_devargs(C.uint16_t(p)); a != nil {
+		return C.GoString(a)
+	}
+	return ""
 }
 
 // DevInfo is what a port's driver reports about itself.

@@ -28,6 +28,12 @@
 #   --other CMD           another transport, run beside (contract below)
 #   --other-name NAME     its column's name (default other)
 #   --cores A,B           server core, client core (default 0,1)
+#   --mtu N               payload bytes per data packet of the built-in columns,
+#                         256..9000 (default 1024). metaroce uses N; the RoCEv2
+#                         baseline the largest IB MTU (256..4096) not above N.
+#                         Frames over 2 KiB get memif buffers (bsize), af_packet
+#                         frames (framesz) and mbufs (data_room) that hold a
+#                         whole frame, and the veth pair an MTU to match
 #   --huge auto|on|off    2 MiB hugepages (--in-memory) or --no-huge; auto: on
 #                         when at least 300 pages are free (default auto)
 #   --set KEY=VALUE       a profile key for both perf ends of the built-in
@@ -50,6 +56,7 @@
 #   {ip} {peer_ip} IPv4 addresses for this end and the other
 #   {port}         a TCP port for a setup exchange; the server is at 127.0.0.1
 #   {prefix}       a DPDK --file-prefix unique to this process
+#   {mtu}          the --mtu value (payload bytes per data packet)
 # The server prints a line "cells: ready" on stdout once a client may start
 # (within 20 s), serves one client and exits. The client measures for
 # {duration} s and prints on stdout one line
@@ -86,11 +93,25 @@ adapter() {
 	local dir=$adir
 	trap 'rm -rf "$adir"' EXIT
 	prof="$dir/profile.yaml"
-	local dev=net_memif0
+	local dev=net_memif0 mtu=${MR_CELLS_MTU:-1024}
+	# A frame is the payload plus metaroce's 76 bytes of headers and CRC
+	# plus Ethernet, IPv4 and UDP (42); room is what a buffer must hold.
+	# Frames spread over several memif buffers were corrupted now and
+	# then once the ring filled (docs/dpdk.md), and a frame over
+	# af_packet's framesz is cut, so each holds a whole frame.
+	local frame=$((mtu + 118)) room dataroom=2176 ibmtu=4096
+	room=$(((frame + 1023) / 1024 * 1024))
+	[ $((room + 128)) -gt $dataroom ] && dataroom=$((room + 128))
+	while [ $ibmtu -gt 256 ] && [ $ibmtu -gt "$mtu" ]; do ibmtu=$((ibmtu / 2)); done
 	vdev="net_memif0,role=$role,id=0,socket=$sock"
+	[ $room -gt 2048 ] && vdev+=",bsize=$room"
 	if [ "$backend" = af_packet ]; then
 		dev=net_af_packet0
 		vdev="net_af_packet0,iface=$iface"
+		if [ $room -gt 2048 ]; then
+			local fsz=$(((room + 128 + 4095) / 4096 * 4096))
+			vdev+=",framesz=$fsz,blocksz=$fsz"
+		fi
 	fi
 	cat >"$prof" <<-EOF
 		name: cells-$role
@@ -100,11 +121,11 @@ adapter() {
 		    - name: $dev
 		      ip: $ip/24
 		  pool_size: 8191
-		  data_room: 2176
+		  data_room: $dataroom
 		metaroce:
-		  mtu: 1024
+		  mtu: $mtu
 		rocev2:
-		  mtu: 1024
+		  mtu: $ibmtu
 		  # perftest's default (4.096 us x 2^14 = 67 ms): the baseline as
 		  # its users run it. At the core's default 8 (1 ms x 8 tries) a
 		  # process descheduled for 9 ms or more on a shared host fails
@@ -170,7 +191,7 @@ fi
 # ---- options ---------------------------------------------------------------
 bin=bin/metaroce runs=3 dur=2 backends=memif,af_packet transports=metaroce,rocev2
 cells=pp,rate,g32k,g1m other="" oname=other cores=0,1 huge=auto keep=""
-export MR_CELLS_SET=""
+export MR_CELLS_SET="" MR_CELLS_MTU=1024
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--bin) bin=$2; shift ;;
@@ -183,6 +204,7 @@ while [ $# -gt 0 ]; do
 	--other-name) oname=$2; shift ;;
 	--cores) cores=$2; shift ;;
 	--huge) huge=$2; shift ;;
+	--mtu) MR_CELLS_MTU=$2; shift ;;
 	--keep) keep=$2; shift ;;
 	--set) [[ "$2" == *=* ]] || die "--set $2: want KEY=VALUE"; MR_CELLS_SET+="$2"$'\n'; shift ;;
 	--tiny) runs=1 dur=1 backends=memif ;;
@@ -194,6 +216,8 @@ done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs $runs: want a positive integer"
 [[ "$dur" =~ ^[1-9][0-9]*$ ]] || die "--duration $dur: want a positive integer (seconds)"
 [[ "$cores" =~ ^[0-9]+,[0-9]+$ ]] || die "--cores $cores: want A,B"
+[[ "$MR_CELLS_MTU" =~ ^[1-9][0-9]*$ ]] && [ "$MR_CELLS_MTU" -ge 256 ] && [ "$MR_CELLS_MTU" -le 9000 ] ||
+	die "--mtu $MR_CELLS_MTU: want an integer from 256 to 9000 (payload bytes per packet)"
 score=${cores%,*} ccore=${cores#*,}
 [ -x "$bin" ] || die "$bin: not an executable (go build -tags dpdk -o bin/metaroce ./cmd/metaroce)"
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
@@ -246,6 +270,8 @@ if [[ " ${BACKENDS[*]} " == *" af_packet "* ]]; then
 	ip -n "$ns" link set lo up &&
 		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
 		ip -n "$ns" link add cellsA type veth peer name cellsB &&
+		ip -n "$ns" link set cellsA mtu $((MR_CELLS_MTU + 118 > 1500 ? MR_CELLS_MTU + 118 : 1500)) &&
+		ip -n "$ns" link set cellsB mtu $((MR_CELLS_MTU + 118 > 1500 ? MR_CELLS_MTU + 118 : 1500)) &&
 		ip -n "$ns" link set cellsA up && ip -n "$ns" link set cellsB up ||
 		die "cannot build the veth pair in namespace $ns"
 fi
@@ -270,6 +296,7 @@ subst() {
 	c=${c//\{role\}/$role} c=${c//\{size\}/$size} c=${c//\{outstanding\}/$outst} c=${c//\{duration\}/$dur}
 	c=${c//\{backend\}/$backend} c=${c//\{core\}/$core} c=${c//\{sock\}/$sock} c=${c//\{iface\}/$iface}
 	c=${c//\{ip\}/$ip} c=${c//\{peer_ip\}/$peer} c=${c//\{port\}/$port} c=${c//\{prefix\}/mrcells$$-$seq-$role}
+	c=${c//\{mtu\}/$MR_CELLS_MTU}
 	printf '%s' "$c"
 }
 
@@ -443,6 +470,7 @@ ratio() {
 	printf 'dpdk-cells: %s, %s, %d cores, %s; %d run(s) of %d s per cell, medians; cores %s (server,client); hugepages %s\n' \
 		"$(date -u '+%Y-%m-%d %H:%M UTC')" "$(hostname)" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" \
 		"$runs" "$dur" "$cores" "$huge"
+	printf 'MTU %d (payload bytes per data packet of the built-in columns)\n' "$MR_CELLS_MTU"
 	[ -n "$MR_CELLS_SET" ] && printf 'profile keys set: %s\n' "$(printf '%s' "$MR_CELLS_SET" | tr '\n' ' ')"
 	printf 'load average at the end: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	hdr="| cell |" sep="|---|"

@@ -52,8 +52,9 @@ MODES=(none auth encrypt)
 
 # memif profiles: configs/memif-*.yaml with a socket and EAL file prefixes
 # of our own and mbufs that hold a 4 KiB MTU's frame.
-# memif buffers of 9 KiB: a 4 KiB frame spread over memif's default 2 KiB
-# buffers is now and then corrupted once the ring fills (docs/dpdk.md).
+# memif buffers of 9 KiB: the engine refuses memif buffers smaller than an
+# mbuf's data (data_room 4480 here), as DPDK 22.11's memif corrupts frames
+# spread over several of them (docs/dpdk.md).
 # Each end's lcore on a CPU of its own: floating over both, the two shards
 # share one CPU in some runs and halve the rate (docs/dpdk.md).
 memif_profile() {

@@ -29,6 +29,9 @@ type Counters struct {
 	DriverCalls uint64
 	RxPolls     uint64 // receive polls, those made while waiting in a driver call included
 	IdleWaits   uint64 // driver calls that waited for a frame (Config.IdlePoll)
+	// CatchUpPolls: extra receive polls made before due timers fired,
+	// after a full burst or a long step (shard.go catchUp).
+	CatchUpPolls uint64
 	// Commands: functions other goroutines handed to the shard (Do; a
 	// RunApp hands in one, to install its app, however long it runs).
 	Commands uint64

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/metaroce/metaroce/verbs"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,13 @@ func Start(cfg Config, warn io.Writer) (*Engine, error) {
 		return nil, err
 	}
 	if !dpdk.Initialized() {
+		// memif vdevs without a bsize get buffers that hold an mbuf's
+		// data (openPort refuses smaller ones: docs/dpdk.md).
+		var raised []string
+		if cfg.EAL, raised = memifEAL(cfg.EAL, cfg.DataRoom); len(raised) > 0 && warn != nil {
+			fmt.Fprintf(warn, "dpdk engine: %s: bsize=%d (memif buffers that hold data_room %d less the headroom)\n",
+				strings.Join(raised, ", "), cfg.DataRoom-mbufHeadroom, cfg.DataRoom)
+		}
 		if _, err := dpdk.Init(cfg.EAL); err != nil {
 			return nil, err
 		}
@@ -116,6 +124,11 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 	info, err := id.Info()
 	if err != nil {
 		return nil, err
+	}
+	if info.Driver == "net_memif" {
+		if err := checkMemifBuf(pc.Name, id.DevArgs(), e.cfg.DataRoom); err != nil {
+			return nil, err
+		}
 	}
 	if info.MaxRxQueues < pc.Queues || info.MaxTxQueues < pc.Queues {
 		return nil, fmt.Errorf("dpdk engine: port %s: %d queues asked, driver %s allows %d rx / %d tx",

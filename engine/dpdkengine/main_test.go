@@ -33,10 +33,11 @@ func run(m *testing.M) int {
 		sock := filepath.Join(dir, fmt.Sprintf("memif%d.sock", k))
 		extra := ""
 		if k == zcBenchPair {
-			// BenchmarkZeroCopyTX's frames (up to 8 KiB of payload) fit
-			// one memif buffer: frames spread over several buffers are
-			// corrupted now and then once the ring fills (seen with
-			// DPDK 22.11's memif in both copy and zero-copy modes).
+			// BenchmarkZeroCopyTX's frames (up to 8 KiB of payload, a
+			// data_room of 9216+128) fit one memif buffer: the engine
+			// refuses a memif port whose bsize is below its mbufs' data,
+			// since DPDK 22.11's memif corrupts frames spread over
+			// several buffers (docs/dpdk.md).
 			extra = ",bsize=9216"
 		}
 		args = append(args,

@@ -52,6 +52,7 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"driver_calls", c.DriverCalls)
 		add(p+"rx_polls", c.RxPolls)
 		add(p+"idle_waits", c.IdleWaits)
+		add(p+"catch_up_polls", c.CatchUpPolls)
 		add(p+"commands", c.Commands)
 		add(p+"zero_copy_sent", c.ZeroCopySent)
 		for i, v := range c.ZeroCopyFallback {

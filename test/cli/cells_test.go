@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,8 +65,11 @@ func TestDPDKCellsHarnessTiny(t *testing.T) {
 	var header []string
 	var rows [][]string
 	notes := map[string]bool{}
+	mtuLine := false
 	for _, l := range strings.Split(table, "\n") {
 		switch {
+		case strings.HasPrefix(l, "MTU "):
+			mtuLine = l == "MTU 1024 (payload bytes per data packet of the built-in columns)"
 		case strings.HasPrefix(l, "| cell |"):
 			header = cells(l)
 		case strings.HasPrefix(l, "| ") && header != nil:
@@ -77,6 +81,9 @@ func TestDPDKCellsHarnessTiny(t *testing.T) {
 		}
 	}
 	wantHeader := []string{"cell", "metaroce memif", "rocev2 memif", "metaroce/rocev2 memif"}
+	if !mtuLine {
+		t.Errorf("the table does not say its MTU (1024 by default):\n%s", table)
+	}
 	if strings.Join(header, "|") != strings.Join(wantHeader, "|") {
 		t.Fatalf("header %q, want %q", header, wantHeader)
 	}
@@ -130,6 +137,33 @@ func TestDPDKCellsHarnessTiny(t *testing.T) {
 			if fi, err := os.Stat(d); err == nil && fi.ModTime().After(start) {
 				t.Errorf("left behind: %s", d)
 			}
+		}
+	}
+}
+
+// TestDPDKCellsHarnessRejectsBadOptions: an option out of range stops the
+// harness before it starts anything, with exit status 2 and a message
+// that names the option.
+func TestDPDKCellsHarnessRejectsBadOptions(t *testing.T) {
+	script, err := filepath.Abs("../../scripts/dpdk-cells.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ args, want string }{
+		{"--mtu 100", "--mtu 100: want an integer from 256 to 9000"},
+		{"--mtu 9001", "--mtu 9001: want an integer from 256 to 9000"},
+		{"--mtu jumbo", "--mtu jumbo: want an integer"},
+		{"--runs 0", "--runs 0: want a positive integer"},
+	} {
+		cmd := exec.Command(script, append(strings.Fields(c.args), "--bin", "/bin/true")...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%s: %v, want exit status 2\n%s", c.args, err, out)
+			continue
+		}
+		if !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: %q lacks %q", c.args, out, c.want)
 		}
 	}
 }

@@ -182,9 +182,9 @@ func BenchmarkWriteBWVsRaw(b *testing.B) {
 	require.NoError(b, err)
 	if testing.Verbose() {
 		cb, _ := w.sh[1].Counters()
-		b.Logf("shard A: loops %d idle sleeps %d rx %d tx %d nombuf %d blocked %d; shard B: loops %d idle sleeps %d rx %d tx %d",
+		b.Logf("shard A: loops %d idle sleeps %d rx %d tx %d nombuf %d blocked %d; shard B: loops %d idle sleeps %d rx %d tx %d catchup A %d B %d",
 			c1.Loops-c0.Loops, c1.IdleSleeps-c0.IdleSleeps, c1.RxFrames-c0.RxFrames, c1.TxFrames-c0.TxFrames, c1.TxNoMbuf, c1.TxBlocked-c0.TxBlocked,
-			cb.Loops, cb.IdleSleeps, cb.RxFrames, cb.TxFrames)
+			cb.Loops, cb.IdleSleeps, cb.RxFrames, cb.TxFrames, c1.CatchUpPolls-c0.CatchUpPolls, cb.CatchUpPolls)
 	}
 	goodput := float64(b.N) * writeSize * 8 / el.Seconds() / 1e9
 	rawGoodput := raw.Mpps() * 1e6 * float64(payloadPerFrame) * 8 / 1e9
