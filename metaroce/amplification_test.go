@@ -111,8 +111,8 @@ func TestAmplificationReadAndForgedAcks(t *testing.T) {
 		h := hdr(mr.OpReadReq, i%4)
 		h.PSN = mr.PSN(guess.Uint64())
 		h.Flags = mr.FlagAckReq
-		ext := make([]byte, mr.MsgHeaderLen)
-		(&mr.MsgHeader{MsgSeq: mr.MsgSeq(i), MsgLen: uint32(len(src)), RKey: m.RKey(), RemoteAddr: m.Addr()}).Put(ext)
+		ext := make([]byte, mr.MsgExtLen(mr.OpReadReq, 0))
+		(&mr.MsgHeader{MsgSeq: mr.MsgSeq(i), MsgLen: uint32(len(src)), RKey: m.RKey(), RemoteAddr: m.Addr()}).Put(mr.OpReadReq, 0, ext)
 		r.from(forge(h, ext))
 		// An ACK for every path, acknowledging far ahead, with a hint.
 		ack := make([]byte, mr.AckPrefixLen+4*24)

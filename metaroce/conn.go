@@ -266,7 +266,7 @@ func (c *Conn) establish(now verbs.Time, b *ConnectBody) {
 	c.mtu = min(int(b.MTU), cfg.MTU)
 	c.streams = min(int(b.Streams), cfg.Streams)
 	c.planes = min(int(b.Planes), cfg.Planes)
-	c.limit = connLimit{pktBytes: HeaderLen + MsgHeaderLen + c.mtu + CRCLen,
+	c.limit = connLimit{pktBytes: FullWriteLen(c.mtu),
 		jitter: uint64(c.ordinal)*0x9e3779b97f4a7c15 ^ uint64(c.ep.cfg.Node)<<32}
 	c.state = connEstablished
 	c.lastRx = now

@@ -499,13 +499,11 @@ func (c *Conn) nak(h *Header, m *MsgHeader, st verbs.Status) verdict {
 // if every check passes, copies its payload to its final address.
 func (c *Conn) place(now verbs.Time, h *Header, body []byte) verdict {
 	var m MsgHeader
-	if err := m.Decode(body); err != nil {
+	n, err := m.Decode(h.Opcode, h.Flags, body)
+	if err != nil {
 		return dropped
 	}
-	payload := body[MsgHeaderLen:]
-	if len(payload) != int(m.PayloadLen) || (h.Opcode == OpReadReq && len(payload) != 0) {
-		return dropped
-	}
+	payload := body[n:]
 	q := c.QP(m.Stream)
 	if q != nil && q.destroyed && !lateCopy(h.Opcode, &m, q) {
 		q = nil // Destroy: the stream is closed at this end

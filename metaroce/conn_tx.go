@@ -278,14 +278,16 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 	if retransmit {
 		h.Flags |= FlagRetransmit
 	}
+	if h.Opcode != OpNop {
+		mh.PayloadLen = uint16(len(payload))
+		h.Flags |= mh.Flags(h.Opcode) // before the header: its proof covers them
+	}
 	c.needsGenProof(p, &h)
 	h.Put(buf)
 	c.putGenProof(buf, h.Flags) // after the header it covers
 	n := HeaderLen
 	if h.Opcode != OpNop {
-		mh.PayloadLen = uint16(len(payload))
-		mh.Put(buf[n:])
-		n += MsgHeaderLen
+		n += mh.Put(h.Opcode, h.Flags, buf[n:])
 		if h.Opcode.CarriesPayload() {
 			if retransmit {
 				c.c.DataResent++

@@ -88,7 +88,7 @@ func (e *Endpoint) Counters() *EndpointCounters { return &e.c }
 
 // MaxPacketLen is the largest packet the endpoint writes or accepts; the
 // buffers passed to NextPacket must be at least this long.
-func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MsgHeaderLen + e.cfg.MTU + e.sec.trailer }
+func (e *Endpoint) MaxPacketLen() int { return HeaderLen + MaxMsgHeaderLen + e.cfg.MTU + e.sec.trailer }
 
 // AllocPD returns a new protection domain (ibv_alloc_pd).
 func (e *Endpoint) AllocPD() *verbs.ProtectionDomain { return e.regions.AllocPD() }

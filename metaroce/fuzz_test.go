@@ -48,27 +48,26 @@ func FuzzHeaderDecode(f *testing.F) {
 }
 
 func FuzzMsgHeaderDecode(f *testing.F) {
-	for _, m := range []MsgHeader{
-		wtMsgHeader(),
-		{},
-		{Stream: 3, PayloadLen: 256, MsgSeq: 1, Offset: 512, MsgLen: 1000, RKey: 0x101, RemoteAddr: 1 << 40},
-		{PayloadLen: 1, Offset: 0xFFFFFFFE, MsgLen: 0xFFFFFFFF},
-	} {
-		b := make([]byte, MsgHeaderLen)
-		m.Put(b)
-		f.Add(b)
+	for _, fm := range msgForms {
+		m := formMsg(fm)
+		b := make([]byte, fm.len+int(m.PayloadLen))
+		m.Put(fm.op, fm.f, b)
+		f.Add(byte(fm.op), uint16(fm.f), b)
+		f.Add(byte(fm.op), uint16(fm.f), b[:fm.len-1])
 	}
-	f.Add(make([]byte, MsgHeaderLen-1))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, op byte, flags uint16, data []byte) {
+		o, fl := Opcode(op), HeaderFlags(flags)&(FlagSolo|FlagStatus)
 		var m MsgHeader
-		if m.Decode(data) != nil {
+		n, err := m.Decode(o, fl, data)
+		if err != nil {
 			return
 		}
-		require.GreaterOrEqual(t, len(data), MsgHeaderLen)
+		require.Equal(t, MsgExtLen(o, fl), n)
+		require.Equal(t, len(data)-n, int(m.PayloadLen))
 		require.LessOrEqual(t, uint64(m.Offset)+uint64(m.PayloadLen), uint64(m.MsgLen))
-		out := make([]byte, MsgHeaderLen)
-		m.Put(out)
-		require.Equal(t, data[:MsgHeaderLen], out)
+		out := make([]byte, n)
+		require.Equal(t, n, m.Put(o, fl, out))
+		require.Equal(t, data[:n], out)
 	})
 }
 
@@ -433,7 +432,7 @@ func fzCapture(t testing.TB) [][]byte {
 }
 
 // fzPatch points a packet at B's connection: dst_conn, src_conn and
-// incarnation of the live connection, version 1.
+// incarnation of the live connection, this version.
 func (e *fzEnv) fzPatch(p []byte) {
 	p[0] = WireVersion
 	binary.BigEndian.PutUint32(p[4:], uint32(e.cb.LocalID()))
@@ -495,8 +494,12 @@ func TestFuzzEnvSeedExchange(t *testing.T) {
 
 // fzPayloadLen is the payload length a data packet's extension announces.
 func fzPayloadLen(p []byte) int {
+	var h Header
 	var m MsgHeader
-	if m.Decode(p[HeaderLen:]) != nil {
+	if h.Decode(p) != nil {
+		return -1
+	}
+	if _, err := m.Decode(h.Opcode, h.Flags, p[HeaderLen:len(p)-CRCLen]); err != nil {
 		return -1
 	}
 	return int(m.PayloadLen)

@@ -40,10 +40,11 @@ func guessed(r verbs.Random) func([]byte, *Conn) uint64 {
 // writeExt is the extension and payload of a forged WRITE of n bytes of
 // 0xEE at the start of the fixture's destination.
 func (f *forgeFixture) writeExt(n int) []byte {
-	ext := make([]byte, MsgHeaderLen+n)
+	el := MsgExtLen(OpWrite, 0)
+	ext := make([]byte, el+n)
 	mh := MsgHeader{PayloadLen: uint16(n), MsgLen: uint32(len(f.dst)), RKey: f.md.RKey(), RemoteAddr: f.md.Addr()}
-	mh.Put(ext)
-	for i := MsgHeaderLen; i < len(ext); i++ {
+	mh.Put(OpWrite, 0, ext)
+	for i := el; i < len(ext); i++ {
 		ext[i] = 0xEE
 	}
 	return ext

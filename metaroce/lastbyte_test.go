@@ -19,7 +19,7 @@ func TestWriteLastBytePlacedLast(t *testing.T) {
 	w.extra = func(from int, pkt []byte) verbs.Time {
 		var h Header
 		var m MsgHeader
-		if from == 0 && h.Decode(pkt) == nil && h.Opcode == OpWrite && m.Decode(pkt[HeaderLen:]) == nil &&
+		if from == 0 && h.Decode(pkt) == nil && h.Opcode == OpWrite && msgOf(&h, &m, pkt) &&
 			m.Offset+uint32(m.PayloadLen) < wlen {
 			return verbs.Time(50 * time.Microsecond)
 		}
@@ -52,7 +52,7 @@ func TestHeldLastChunkReleasedOnTeardown(t *testing.T) {
 	w.drop = func(from int, pkt []byte) bool {
 		var h Header
 		var m MsgHeader
-		return from == 0 && h.Decode(pkt) == nil && h.Opcode == OpWrite && m.Decode(pkt[HeaderLen:]) == nil && m.Offset == 0
+		return from == 0 && h.Decode(pkt) == nil && h.Opcode == OpWrite && msgOf(&h, &m, pkt) && m.Offset == 0
 	}
 	r.write(t, 1, 0, 4096, 0)
 	r.quiesce(w.now + verbs.Time(200*time.Microsecond))

@@ -258,7 +258,7 @@ func (f *fairShare) roll(cfg *Config, now verbs.Time) {
 	// At least four full packets at the level.
 	f.interval = cfg.HintInterval
 	if f.level > 0 {
-		pkt := float64(HeaderLen+MsgHeaderLen+cfg.MTU+CRCLen) * 8
+		pkt := float64(FullWriteLen(cfg.MTU)) * 8
 		if d := time.Duration(4 * pkt / f.level * 1e9); d > f.interval {
 			f.interval = d
 		}

@@ -376,7 +376,7 @@ func TestSenderKeepsToMsgWindow(t *testing.T) {
 		var h Header
 		var m MsgHeader
 		return from == 0 && r.w.now < hold && h.Decode(pkt) == nil && h.Opcode == OpWrite &&
-			m.Decode(pkt[HeaderLen:]) == nil && m.MsgSeq == 0
+			msgOf(&h, &m, pkt) && m.MsgSeq == 0
 	}
 	const n = MsgWindow + 900
 	for i := range n {
@@ -476,9 +476,9 @@ func TestBeyondWindowIsRefused(t *testing.T) {
 		psn++
 		h.Put(pkt)
 		m := MsgHeader{Stream: 0, PayloadLen: 100, MsgSeq: seq, MsgLen: 100, RKey: r.mrb.RKey(), RemoteAddr: r.mrb.Addr()}
-		m.Put(pkt[HeaderLen:])
-		copy(pkt[HeaderLen+MsgHeaderLen:], bytes.Repeat([]byte{0xAB}, 100))
-		return pkt[:SealCRC(pkt, HeaderLen+MsgHeaderLen+100)]
+		el := m.Put(OpWrite, 0, pkt[HeaderLen:])
+		copy(pkt[HeaderLen+el:], bytes.Repeat([]byte{0xAB}, 100))
+		return pkt[:SealCRC(pkt, HeaderLen+el+100)]
 	}
 	eb.Receive(w.now, forge(MsgWindow), verbs.RxMeta{Peer: 0})
 	require.Equal(t, uint64(1), r.cb.Counters().RNRNaksSent)

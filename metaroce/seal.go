@@ -88,7 +88,7 @@ func (e *Endpoint) initSecurity() error {
 		return nil
 	}
 	e.sec.trailer = SealLen
-	e.sec.scratch = make([]byte, HeaderLen+MsgHeaderLen+e.cfg.MTU+SealLen)
+	e.sec.scratch = make([]byte, HeaderLen+MaxMsgHeaderLen+e.cfg.MTU+SealLen)
 	return e.SetSecret(s.Secret)
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/metaroce/metaroce/verbs"
 )
 
-// Wire format, version 1. docs/protocol.md is the normative description;
+// Wire format, version 2. docs/protocol.md is the normative description;
 // this file and the other wire_*.go files implement it. Every multi-byte
 // field is big-endian (network order). A packet is
 //
@@ -15,8 +15,10 @@ import (
 //
 // and travels as the payload of one UDP datagram to DefaultUDPPort.
 
-// WireVersion is the protocol version this implementation speaks.
-const WireVersion = 1
+// WireVersion is the protocol version this implementation speaks. Version
+// 1 (a 40-byte message extension in every data packet) is refused like any
+// other version: dropped, counted (ErrVersion), never answered.
+const WireVersion = 2
 
 // DefaultUDPPort is the UDP destination port of MetaRoCE-style packets. It is
 // neither 4791 (RoCEv2) nor 4793 (Ultra Ethernet Transport), so Wireshark
@@ -123,14 +125,22 @@ const (
 	// generation of the path (genproof.go, protocol.md §8.2). Bits 2-4
 	// are the sealed modes' (seal.go).
 	FlagGenProof HeaderFlags = 1 << 5
+	// FlagSolo marks a data packet that is its message's only packet:
+	// offset 0 and msg_len the payload's length, so the message
+	// extension leaves both out (wire_msg.go). Message opcodes other than
+	// READ_REQ only.
+	FlagSolo HeaderFlags = 1 << 6
+	// FlagStatus marks a READ_RESP whose extension carries the status that
+	// ends the READ (wire_msg.go). READ_RESP only.
+	FlagStatus HeaderFlags = 1 << 7
 	// flagsKnown is the set of flags this version defines; others must be 0.
-	flagsKnown = FlagAckReq | FlagRetransmit | FlagGenProof
+	flagsKnown = FlagAckReq | FlagRetransmit | FlagGenProof | FlagSolo | FlagStatus
 )
 
 // Header is the common header every packet starts with.
 //
 //	off len field
-//	 0   1  version (1)
+//	 0   1  version (2)
 //	 1   1  opcode
 //	 2   2  flags
 //	 4   4  dst_conn     connection id chosen by the receiver (0 only in CONNECT)
@@ -200,6 +210,12 @@ func (h *Header) decode(b []byte, allowed HeaderFlags) error {
 	}
 	flags := HeaderFlags(binary.BigEndian.Uint16(b[2:]))
 	if flags&^allowed != 0 {
+		return ErrFlags
+	}
+	// The extension's flags belong to the opcodes whose extension they
+	// shape.
+	if (flags&FlagSolo != 0 && (!op.CarriesMsg() || op == OpReadReq)) ||
+		(flags&FlagStatus != 0 && op != OpReadResp) {
 		return ErrFlags
 	}
 	h.Opcode = op

@@ -15,13 +15,13 @@ import (
 // change fails here, not in an interop test against another implementation.
 
 func TestWireConstants(t *testing.T) {
-	require.Equal(t, 1, WireVersion)
+	require.Equal(t, 2, WireVersion)
 	require.Equal(t, 4794, DefaultUDPPort)
 	require.NotEqual(t, 4791, DefaultUDPPort, "4791 is RoCEv2")
 	require.NotEqual(t, 4793, DefaultUDPPort, "4793 is Ultra Ethernet Transport")
 
 	require.Equal(t, 32, HeaderLen)
-	require.Equal(t, 40, MsgHeaderLen)
+	require.Equal(t, 34, MaxMsgHeaderLen)
 	require.Equal(t, 4, AckPrefixLen)
 	require.Equal(t, 56, AckBlockLen)
 	require.Equal(t, 1+1+2+4+32+4+4+8, AckBlockLen, "flags, path_id, path_gen, cum, sack, ecn_ce, rate_hint, ts_echo")
@@ -122,7 +122,7 @@ func TestHeaderRoundTripAndGoldenLayout(t *testing.T) {
 	b := make([]byte, HeaderLen)
 	h.Put(b)
 	want, err := hex.DecodeString(
-		"01" + "02" + "0003" + // version, opcode, flags
+		"02" + "02" + "0003" + // version, opcode, flags
 			"11121314" + "21222324" + "31323334" + // dst_conn, src_conn, incarnation
 			"4142" + "5152" + "61626364" + // path_id, path_gen, psn
 			"7172737475767778") // timestamp
@@ -151,13 +151,17 @@ func TestHeaderRoundTripAndGoldenLayout(t *testing.T) {
 	require.NoError(t, g2.Decode(long))
 	require.Equal(t, h, g2)
 
-	// Every valid opcode and every combination of defined flags round-trips.
+	// Every valid opcode and every combination of the defined flags it may
+	// carry round-trips (FlagSolo and FlagStatus only where they shape the
+	// opcode's extension: TestHeaderDecodeErrors).
 	for v := 0; v < 256; v++ {
-		if !validOpcode(Opcode(v)) {
+		op := Opcode(v)
+		if !validOpcode(op) {
 			continue
 		}
 		for f := HeaderFlags(0); f <= flagsKnown; f++ {
-			if f&^flagsKnown != 0 {
+			if f&^flagsKnown != 0 || (f&FlagSolo != 0 && (!op.CarriesMsg() || op == OpReadReq)) ||
+				(f&FlagStatus != 0 && op != OpReadResp) {
 				continue
 			}
 			h := Header{Opcode: Opcode(v), Flags: f, PSN: PSN(v)}
@@ -178,10 +182,10 @@ func TestHeaderDecodeErrors(t *testing.T) {
 	for n := 0; n < HeaderLen; n++ {
 		require.ErrorIs(t, g.Decode(good[:n]), ErrShort, "len %d", n)
 	}
-	for _, v := range []byte{0, 2, 0x81, 0xFF} {
+	for _, v := range []byte{0, 1, 3, 0x81, 0xFF} {
 		b := append([]byte(nil), good...)
 		b[0] = v
-		require.ErrorIs(t, g.Decode(b), ErrVersion, "version %d", v)
+		require.ErrorIs(t, g.Decode(b), ErrVersion, "version %d (1: the 40-byte extension, refused)", v)
 	}
 	for v := 0; v < 256; v++ {
 		if validOpcode(Opcode(v)) {
@@ -198,6 +202,24 @@ func TestHeaderDecodeErrors(t *testing.T) {
 		b := append([]byte(nil), good...)
 		binary.BigEndian.PutUint16(b[2:], uint16(FlagAckReq)|1<<bit)
 		require.ErrorIs(t, g.Decode(b), ErrFlags, "flag bit %d", bit)
+	}
+	// The extension's flags only on the opcodes whose extension they
+	// shape.
+	for op := Opcode(0); op < 0xFF; op++ {
+		if !validOpcode(op) {
+			continue
+		}
+		for _, f := range []HeaderFlags{FlagSolo, FlagStatus} {
+			b := append([]byte(nil), good...)
+			b[1] = byte(op)
+			binary.BigEndian.PutUint16(b[2:], uint16(f))
+			ok := (f == FlagSolo && op.CarriesMsg() && op != OpReadReq) || (f == FlagStatus && op == OpReadResp)
+			if ok {
+				require.NoError(t, g.Decode(b), "%v flags %#x", op, f)
+			} else {
+				require.ErrorIs(t, g.Decode(b), ErrFlags, "%v flags %#x", op, f)
+			}
+		}
 	}
 	// Version is checked before the opcode, the opcode before the flags.
 	b := append([]byte(nil), good...)
@@ -221,36 +243,102 @@ func wtMsgHeader() MsgHeader {
 	}
 }
 
-func TestMsgHeaderRoundTripAndGoldenLayout(t *testing.T) {
-	m := wtMsgHeader()
-	b := make([]byte, MsgHeaderLen)
-	for i := range b {
-		b[i] = 0xEE // Put must write every byte, reserved included
-	}
-	m.Put(b)
-	want, err := hex.DecodeString(
-		"0102" + "0304" + // stream, payload_len
-			"11121314" + "21222324" + // msg_seq, recv_seq
-			"31320000" + "41424344" + // offset, msg_len
-			"51525354" + // rkey
-			"6162636465666768" + // remote_addr
-			"71727374" + "00000000") // imm, reserved
-	require.NoError(t, err)
-	require.Equal(t, want, b)
-	require.Equal(t, uint16(0x0102), binary.BigEndian.Uint16(b[0:]))
-	require.Equal(t, uint16(0x0304), binary.BigEndian.Uint16(b[2:]))
-	require.Equal(t, uint32(0x11121314), binary.BigEndian.Uint32(b[4:]))
-	require.Equal(t, uint32(0x21222324), binary.BigEndian.Uint32(b[8:]))
-	require.Equal(t, uint32(0x31320000), binary.BigEndian.Uint32(b[12:]))
-	require.Equal(t, uint32(0x41424344), binary.BigEndian.Uint32(b[16:]))
-	require.Equal(t, uint32(0x51525354), binary.BigEndian.Uint32(b[20:]))
-	require.Equal(t, uint64(0x6162636465666768), binary.BigEndian.Uint64(b[24:]))
-	require.Equal(t, uint32(0x71727374), binary.BigEndian.Uint32(b[32:]))
-	require.Equal(t, uint32(0), binary.BigEndian.Uint32(b[36:]))
+// msgForm is one shape of the message extension: an opcode and the flags
+// that shape it (FlagSolo, FlagStatus), with its length in version 2.
+type msgForm struct {
+	op  Opcode
+	f   HeaderFlags
+	len int
+}
 
-	var g MsgHeader
-	require.NoError(t, g.Decode(b))
-	require.Equal(t, m, g)
+var msgForms = []msgForm{
+	{OpWrite, 0, 26}, {OpWrite, FlagSolo, 18},
+	{OpWriteImm, 0, 34}, {OpWriteImm, FlagSolo, 26},
+	{OpSend, 0, 18}, {OpSend, FlagSolo, 10},
+	{OpSendImm, 0, 22}, {OpSendImm, FlagSolo, 14},
+	{OpReadReq, 0, 22},
+	{OpReadResp, 0, 14}, {OpReadResp, FlagSolo, 6}, {OpReadResp, FlagStatus, 18}, {OpReadResp, FlagStatus | FlagSolo, 10},
+}
+
+// formMsg is wtMsgHeader as a packet of form fm would carry it: the
+// fields fm leaves out are 0, a solo packet is its whole message, and a
+// status packet has no payload.
+func formMsg(fm msgForm) MsgHeader {
+	m := wtMsgHeader()
+	m.PayloadLen = 100
+	if !fm.op.consumesRecv() {
+		m.RecvSeq = 0
+	}
+	if !fm.op.targetsRegion() {
+		m.RKey, m.RemoteAddr = 0, 0
+	}
+	if fm.op != OpWriteImm && fm.op != OpSendImm && fm.f&FlagStatus == 0 {
+		m.Imm = 0
+	}
+	if fm.f&FlagStatus != 0 {
+		m.PayloadLen = 0
+	}
+	switch {
+	case fm.op == OpReadReq:
+		m.Offset, m.PayloadLen = 0, 0
+	case fm.f&FlagSolo != 0:
+		m.Offset, m.MsgLen = 0, uint32(m.PayloadLen)
+	}
+	return m
+}
+
+func TestMsgExtLen(t *testing.T) {
+	for _, fm := range msgForms {
+		require.Equal(t, fm.len, MsgExtLen(fm.op, fm.f), "%v flags %#x", fm.op, fm.f)
+		require.LessOrEqual(t, fm.len, MaxMsgHeaderLen)
+	}
+	require.Equal(t, MaxMsgHeaderLen, MsgExtLen(OpWriteImm, 0), "the longest")
+	for _, op := range []Opcode{OpNop, OpAck, OpNak, OpConnect, OpAccept, OpClose, OpCloseAck, OpKeepalive, OpReset} {
+		require.Zero(t, MsgExtLen(op, 0), "%v", op)
+	}
+	require.Equal(t, 32+26+4096+4, FullWriteLen(4096))
+}
+
+func TestMsgHeaderRoundTripAndGoldenLayout(t *testing.T) {
+	// The two longest forms, byte by byte.
+	for _, c := range []struct {
+		op   Opcode
+		want string
+	}{
+		{OpWrite, "0102" + "11121314" + // stream, msg_seq
+			"31320000" + "41424344" + // offset, msg_len
+			"51525354" + "6162636465666768"}, // rkey, remote_addr
+		{OpWriteImm, "0102" + "11121314" + "21222324" + // stream, msg_seq, recv_seq
+			"31320000" + "41424344" + // offset, msg_len
+			"51525354" + "6162636465666768" + // rkey, remote_addr
+			"71727374"}, // imm
+		{OpSend, "0102" + "11121314" + "21222324" + "31320000" + "41424344"},
+		{OpReadReq, "0102" + "11121314" + "41424344" + "51525354" + "6162636465666768"},
+	} {
+		m := wtMsgHeader()
+		b := make([]byte, MaxMsgHeaderLen+8)
+		for i := range b {
+			b[i] = 0xEE
+		}
+		n := m.Put(c.op, 0, b)
+		want, err := hex.DecodeString(c.want)
+		require.NoError(t, err)
+		require.Equal(t, want, b[:n], "%v", c.op)
+		require.Equal(t, byte(0xEE), b[n], "%v: Put writes only its extension", c.op)
+	}
+
+	// Every form round-trips with its payload, and Flags picks the form.
+	for _, fm := range msgForms {
+		m := formMsg(fm)
+		require.Equal(t, fm.f, m.Flags(fm.op), "%v %#x: %+v", fm.op, fm.f, m)
+		body := make([]byte, fm.len+int(m.PayloadLen))
+		require.Equal(t, fm.len, m.Put(fm.op, fm.f, body))
+		var g MsgHeader
+		n, err := g.Decode(fm.op, fm.f, body)
+		require.NoError(t, err, "%v %#x", fm.op, fm.f)
+		require.Equal(t, fm.len, n)
+		require.Equal(t, m, g, "%v %#x", fm.op, fm.f)
+	}
 
 	// The payload may end exactly at the message's end.
 	for _, m := range []MsgHeader{
@@ -259,40 +347,55 @@ func TestMsgHeaderRoundTripAndGoldenLayout(t *testing.T) {
 		{PayloadLen: 0xFFFF, Offset: 0xFFFFFFFF - 0xFFFF, MsgLen: 0xFFFFFFFF},
 		{PayloadLen: 1, Offset: 0xFFFFFFFE, MsgLen: 0xFFFFFFFF},
 	} {
-		m.Put(b)
+		body := make([]byte, MsgExtLen(OpWrite, 0)+int(m.PayloadLen))
+		m.Put(OpWrite, 0, body)
 		var g MsgHeader
-		require.NoError(t, g.Decode(b), "%+v", m)
+		_, err := g.Decode(OpWrite, 0, body)
+		require.NoError(t, err, "%+v", m)
 		require.Equal(t, m, g)
 	}
 }
 
 func TestMsgHeaderDecodeErrors(t *testing.T) {
-	m := wtMsgHeader()
-	good := make([]byte, MsgHeaderLen)
-	m.Put(good)
 	var g MsgHeader
-	for n := 0; n < MsgHeaderLen; n++ {
-		require.ErrorIs(t, g.Decode(good[:n]), ErrShort, "len %d", n)
-	}
-	for i := 36; i < 40; i++ {
-		for _, v := range []byte{1, 0x80, 0xFF} {
-			b := append([]byte(nil), good...)
-			b[i] = v
-			require.ErrorIs(t, g.Decode(b), ErrField, "reserved byte %d = %#x", i, v)
+	for _, fm := range msgForms {
+		m := formMsg(fm)
+		good := make([]byte, fm.len)
+		m.PayloadLen = 0
+		if fm.f&FlagSolo != 0 {
+			m.MsgLen = 0
+		}
+		m.Put(fm.op, fm.f, good)
+		for n := 0; n < fm.len; n++ {
+			_, err := g.Decode(fm.op, fm.f, good[:n])
+			require.ErrorIs(t, err, ErrShort, "%v %#x len %d", fm.op, fm.f, n)
 		}
 	}
+	_, err := g.Decode(OpNop, 0, make([]byte, 64))
+	require.ErrorIs(t, err, ErrShort, "a NOP carries no extension")
+	// READ_REQ and a status READ_RESP carry no payload.
+	_, err = g.Decode(OpReadReq, 0, make([]byte, MsgExtLen(OpReadReq, 0)+1))
+	require.ErrorIs(t, err, ErrLength)
+	_, err = g.Decode(OpReadResp, FlagStatus, make([]byte, MsgExtLen(OpReadResp, FlagStatus)+1))
+	require.ErrorIs(t, err, ErrLength)
+	_, err = g.Decode(OpReadResp, FlagStatus, make([]byte, MsgExtLen(OpReadResp, FlagStatus)))
+	require.ErrorIs(t, err, ErrField, "STATUS with status 0")
+	// More payload than a length field could have said.
+	_, err = g.Decode(OpWrite, FlagSolo, make([]byte, MsgExtLen(OpWrite, FlagSolo)+0x10000))
+	require.ErrorIs(t, err, ErrLength)
 	for _, m := range []MsgHeader{
 		{PayloadLen: 1, Offset: 0, MsgLen: 0},
 		{PayloadLen: 257, Offset: 0, MsgLen: 256},
 		{PayloadLen: 1, Offset: 256, MsgLen: 256},
 		{PayloadLen: 0, Offset: 257, MsgLen: 256},
-		// offset+payload_len overflows 32 bits: must not wrap to "fits".
+		// offset+payload overflows 32 bits: must not wrap to "fits".
 		{PayloadLen: 2, Offset: 0xFFFFFFFF, MsgLen: 0xFFFFFFFF},
 		{PayloadLen: 0xFFFF, Offset: 0xFFFFFFFF, MsgLen: 0xFFFFFFFF},
 	} {
-		b := make([]byte, MsgHeaderLen)
-		m.Put(b)
-		require.ErrorIs(t, g.Decode(b), ErrLength, "%+v", m)
+		b := make([]byte, MsgExtLen(OpWrite, 0)+int(m.PayloadLen))
+		m.Put(OpWrite, 0, b)
+		_, err := g.Decode(OpWrite, 0, b)
+		require.ErrorIs(t, err, ErrLength, "%+v", m)
 	}
 }
 
@@ -673,11 +776,12 @@ func TestCRCDetectsEveryBitFlip(t *testing.T) {
 	h := wtHeader()
 	m := wtMsgHeader()
 	m.Offset, m.MsgLen, m.PayloadLen = 0, 300, 300
-	pkt := make([]byte, HeaderLen+MsgHeaderLen+300+CRCLen)
+	ext := MsgExtLen(h.Opcode, h.Flags)
+	pkt := make([]byte, HeaderLen+ext+300+CRCLen)
 	h.Put(pkt)
-	m.Put(pkt[HeaderLen:])
+	m.Put(h.Opcode, h.Flags, pkt[HeaderLen:])
 	for i := 0; i < 300; i++ {
-		pkt[HeaderLen+MsgHeaderLen+i] = byte(i * 13)
+		pkt[HeaderLen+ext+i] = byte(i * 13)
 	}
 	n := SealCRC(pkt, len(pkt)-CRCLen)
 	require.Equal(t, len(pkt), n)
@@ -705,9 +809,19 @@ func TestGoldenNopPacket(t *testing.T) {
 	h.Put(buf)
 	n := SealCRC(buf, HeaderLen)
 	want, err := hex.DecodeString(
-		"0107" + "0001" + "00000002" + "00000001" + "0000000b" + // version, NOP, AckReq, dst, src, incarnation
+		"0207" + "0001" + "00000002" + "00000001" + "0000000b" + // version, NOP, AckReq, dst, src, incarnation
 			"0003" + "0001" + "00000005" + "00000000000f4240" + // path 3, gen 1, psn 5, timestamp 1 ms
-			"0cfc63dd") // CRC32C of the 32 bytes before it
+			"4a171280") // CRC32C of the 32 bytes before it
 	require.NoError(t, err)
 	require.Equal(t, want, buf[:n])
+}
+
+// msgOf decodes the message extension of pkt (a whole packet, trailer
+// included) whose header is h; false if it has none or it is malformed.
+func msgOf(h *Header, m *MsgHeader, pkt []byte) bool {
+	if len(pkt) < HeaderLen+CRCLen {
+		return false
+	}
+	_, err := m.Decode(h.Opcode, h.Flags, pkt[HeaderLen:len(pkt)-CRCLen])
+	return err == nil
 }

@@ -94,8 +94,9 @@ adapter() {
 	trap 'rm -rf "$adir"' EXIT
 	prof="$dir/profile.yaml"
 	local dev=net_memif0 mtu=${MR_CELLS_MTU:-1024}
-	# A frame is the payload plus metaroce's 76 bytes of headers and CRC
-	# plus Ethernet, IPv4 and UDP (42); room is what a buffer must hold.
+	# A frame is the payload plus at most 76 bytes of transport headers
+	# and trailer (metaroce's are 70 at most, wire version 2) plus
+	# Ethernet, IPv4 and UDP (42); room is what a buffer must hold.
 	# Frames spread over several memif buffers were corrupted now and
 	# then once the ring filled (docs/dpdk.md), and a frame over
 	# af_packet's framesz is cut, so each holds a whole frame.

@@ -66,7 +66,7 @@ func (metaroceTransport) UDPPort() uint16 { return mr.DefaultUDPPort }
 func (metaroceTransport) NewParams() any  { return &MetaRoCEParams{} }
 
 func (metaroceTransport) PacketLens(mtu int) (int, int) {
-	return mr.HeaderLen + mr.MsgHeaderLen + mtu + mr.CRCLen, mr.HeaderLen + mr.AckPrefixLen + mr.AckBlockCompactLen + mr.CRCLen
+	return mr.FullWriteLen(mtu), mr.HeaderLen + mr.AckPrefixLen + mr.AckBlockCompactLen + mr.CRCLen
 }
 
 func (metaroceTransport) NewWorld(env WorldEnv, params any) (World, error) {

@@ -104,7 +104,7 @@ func TestTsharkDecodesCapture(t *testing.T) {
 
 	// Setup: CONNECT from the client, ACCEPT back, with the negotiated values.
 	conn := fields("metaroce.opcode == 0x20", "metaroce.version", "metaroce.dst_conn", "metaroce.connect.paths", "metaroce.connect.mtu")
-	if len(conn) == 0 || conn[0][0] != "1" || conn[0][1] != "0" || conn[0][2] != strconv.Itoa(paths) || conn[0][3] != "4096" {
+	if len(conn) == 0 || conn[0][0] != "2" || conn[0][1] != "0" || conn[0][2] != strconv.Itoa(paths) || conn[0][3] != "4096" {
 		t.Fatalf("CONNECT decoded as %v", conn)
 	}
 	if acc := fields("metaroce.opcode == 0x21", "metaroce.connect.paths"); len(acc) == 0 || acc[0][0] != strconv.Itoa(paths) {

@@ -45,8 +45,8 @@ func TestTsharkShowsGenProof(t *testing.T) {
 	}
 	pkts := []pkt{
 		{mr.OpNop, mr.FlagAckReq | mr.FlagGenProof, 3, proof, 0},
-		{mr.OpWrite, mr.FlagGenProof | mr.FlagRetransmit, 3, proof, mr.MsgHeaderLen + 16},
-		{mr.OpWrite, 0, 3, stamp, mr.MsgHeaderLen + 16},
+		{mr.OpWrite, mr.FlagGenProof | mr.FlagRetransmit, 3, proof, mr.MsgExtLen(mr.OpWrite, 0) + 16},
+		{mr.OpWrite, 0, 3, stamp, mr.MsgExtLen(mr.OpWrite, 0) + 16},
 	}
 	fr := pcap.Frame{SrcIP: [4]byte{10, 0, 0, 1}, DstIP: [4]byte{10, 0, 0, 2}, SrcPort: 40000, DstPort: mr.DefaultUDPPort}
 	for i, p := range pkts {
@@ -55,7 +55,7 @@ func TestTsharkShowsGenProof(t *testing.T) {
 		h.Put(b)
 		binary.BigEndian.PutUint64(b[24:], p.ts)
 		if p.ext > 0 {
-			(&mr.MsgHeader{PayloadLen: 16, MsgLen: 16}).Put(b[mr.HeaderLen:])
+			(&mr.MsgHeader{PayloadLen: 16, MsgLen: 16}).Put(mr.OpWrite, 0, b[mr.HeaderLen:])
 		}
 		n := mr.SealCRC(b, mr.HeaderLen+p.ext)
 		if err := w.WriteUDP(int64(i+1)*1000, fr, b[:n]); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/test/internal/binary"
 	"github.com/metaroce/metaroce/test/internal/testenv"
 )
@@ -119,10 +120,11 @@ func TestTsharkDecodesSealedCapture(t *testing.T) {
 					n, _ := strconv.Atoi(w[3])
 					payload += n
 				} else {
-					if w[3] != "" || len(w[4]) < 2*40 {
+					ext := mr.MsgExtLen(mr.OpWrite, 0) // 10000-byte messages: no FlagSolo
+					if w[3] != "" || len(w[4]) < 2*ext {
 						t.Fatalf("encrypt WRITE: payload_len %q in clear, ciphertext %d hex digits", w[3], len(w[4]))
 					}
-					payload += len(w[4])/2 - 40 // the enciphered message extension
+					payload += len(w[4])/2 - ext // the enciphered message extension
 				}
 			}
 			if payload != msgs*size {

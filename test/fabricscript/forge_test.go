@@ -196,10 +196,10 @@ func parseWrite(ip []byte) (chunk, bool) {
 		return c, false
 	}
 	pkt := ip[ihl+8:]
-	if c.h.Decode(pkt) != nil || c.h.Opcode != metaroce.OpWrite || len(pkt) < metaroce.HeaderLen+metaroce.MsgHeaderLen {
+	if c.h.Decode(pkt) != nil || c.h.Opcode != metaroce.OpWrite || len(pkt) < metaroce.HeaderLen+metaroce.CRCLen {
 		return c, false
 	}
-	if c.m.Decode(pkt[metaroce.HeaderLen:]) != nil || c.m.PayloadLen == 0 {
+	if _, err := c.m.Decode(c.h.Opcode, c.h.Flags, pkt[metaroce.HeaderLen:len(pkt)-metaroce.CRCLen]); err != nil || c.m.PayloadLen == 0 {
 		return c, false
 	}
 	return c, true
@@ -217,11 +217,14 @@ func forge(c chunk, ahead metaroce.PSN) []byte {
 	// names the sniffed (already placed) chunk itself would be dropped as
 	// a duplicate; one that names a message not yet seen is placed.
 	c.m.MsgSeq += forgedMsgAhead
-	n := metaroce.HeaderLen + metaroce.MsgHeaderLen + int(c.m.PayloadLen)
+	// The full extension (no FlagSolo: the sniffed chunk's offset and
+	// length stay as they were).
+	el := metaroce.MsgExtLen(metaroce.OpWrite, 0)
+	n := metaroce.HeaderLen + el + int(c.m.PayloadLen)
 	pkt := make([]byte, n+metaroce.CRCLen)
 	h.Put(pkt)
-	c.m.Put(pkt[metaroce.HeaderLen:])
-	for i := metaroce.HeaderLen + metaroce.MsgHeaderLen; i < n; i++ {
+	c.m.Put(metaroce.OpWrite, 0, pkt[metaroce.HeaderLen:])
+	for i := metaroce.HeaderLen + el; i < n; i++ {
 		pkt[i] = 0xA5
 	}
 	return pkt[:metaroce.SealCRC(pkt, n)]

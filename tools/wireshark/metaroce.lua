@@ -1,5 +1,5 @@
 -- metaroce.lua: Wireshark / tshark dissector for the MetaRoCE wire
--- protocol, version 1 (docs/protocol.md), on UDP port 4794.
+-- protocol, version 2 (docs/protocol.md), on UDP port 4794.
 --
 --   tshark -X lua_script:tools/wireshark/metaroce.lua -r capture.pcap
 --   wireshark -X lua_script:tools/wireshark/metaroce.lua capture.pcap
@@ -31,6 +31,8 @@ f.sealed      = ProtoField.bool("metaroce.flags.sealed", "SEALED", 16, nil, 0x00
 f.encrypted   = ProtoField.bool("metaroce.flags.encrypted", "ENCRYPTED", 16, nil, 0x0008)
 f.key_phase   = ProtoField.bool("metaroce.flags.key_phase", "KEY_PHASE", 16, nil, 0x0010)
 f.gen_proof_f = ProtoField.bool("metaroce.flags.gen_proof", "GEN_PROOF", 16, nil, 0x0020)
+f.solo_f      = ProtoField.bool("metaroce.flags.solo", "SOLO (the message's only packet)", 16, nil, 0x0040)
+f.status_f    = ProtoField.bool("metaroce.flags.status", "STATUS (the READ ends with a status)", 16, nil, 0x0080)
 f.dst_conn    = ProtoField.uint32("metaroce.dst_conn", "Destination connection")
 f.src_conn    = ProtoField.uint32("metaroce.src_conn", "Source connection")
 f.incarnation = ProtoField.uint32("metaroce.incarnation", "Incarnation")
@@ -40,7 +42,7 @@ f.psn         = ProtoField.uint32("metaroce.psn", "PSN")
 f.timestamp   = ProtoField.uint64("metaroce.timestamp", "Timestamp (ns)")
 -- message extension
 f.stream      = ProtoField.uint16("metaroce.stream", "Stream")
-f.payload_len = ProtoField.uint16("metaroce.payload_len", "Payload length")
+f.payload_len = ProtoField.uint16("metaroce.payload_len", "Payload length (from the datagram)")
 f.msg_seq     = ProtoField.uint32("metaroce.msg_seq", "Message sequence")
 f.recv_seq    = ProtoField.uint32("metaroce.recv_seq", "Receive sequence")
 f.offset      = ProtoField.uint32("metaroce.offset", "Offset")
@@ -89,11 +91,34 @@ f.ciphertext  = ProtoField.bytes("metaroce.ciphertext", "Enciphered body")
 
 local e_short = ProtoExpert.new("metaroce.short", "Packet too short", expert.group.MALFORMED, expert.severity.ERROR)
 local e_len = ProtoExpert.new("metaroce.length", "Length does not match the opcode", expert.group.MALFORMED, expert.severity.WARN)
-p.experts = { e_short, e_len }
+local e_version = ProtoExpert.new("metaroce.version_unknown", "Not version 2: receivers drop it (version 1 had a 40-byte message extension)", expert.group.PROTOCOL, expert.severity.WARN)
+p.experts = { e_short, e_len, e_version }
 
 p.prefs.udp_port = Pref.uint("UDP port", 4794, "UDP destination port of MetaRoCE")
 
-local HDR, CRC, MSG, BLOCK, BLOCK_NOSACK = 32, 4, 40, 56, 24
+local HDR, CRC, BLOCK, BLOCK_NOSACK = 32, 4, 56, 24
+
+-- The message extension's fields by opcode and flags (docs/protocol.md
+-- 5.1): stream and msg_seq always; recv_seq for WRITE_IMM, SEND and
+-- SEND_IMM; offset and msg_len unless SOLO (READ_REQ: msg_len only);
+-- rkey and remote_addr for WRITE, WRITE_IMM and READ_REQ; imm for
+-- WRITE_IMM, SEND_IMM and a READ_RESP with STATUS.
+local function msg_layout(op, solo, status)
+    local l = { { "stream", 2 }, { "msg_seq", 4 } }
+    if op == 0x02 or op == 0x03 or op == 0x04 then l[#l + 1] = { "recv_seq", 4 } end
+    if op == 0x05 then
+        l[#l + 1] = { "msg_len", 4 }
+    elseif not solo then
+        l[#l + 1] = { "offset", 4 }
+        l[#l + 1] = { "msg_len", 4 }
+    end
+    if op == 0x01 or op == 0x02 or op == 0x05 then
+        l[#l + 1] = { "rkey", 4 }
+        l[#l + 1] = { "remote_addr", 8 }
+    end
+    if op == 0x02 or op == 0x04 or (op == 0x06 and status) then l[#l + 1] = { "imm", 4 } end
+    return l
+end
 
 local function popcount_byte(b)
     local n = 0
@@ -130,7 +155,10 @@ function p.dissector(buf, pinfo, tree)
         return len
     end
     local name = opcodes[op] or string.format("0x%02x", op)
-    t:add(f.version, buf(0, 1))
+    local ver = t:add(f.version, buf(0, 1))
+    if buf(0, 1):uint() ~= 2 then
+        ver:add_proto_expert_info(e_version)
+    end
     t:add(f.opcode, buf(1, 1))
     local fl = t:add(f.flags, buf(2, 2))
     fl:add(f.ack_req, buf(2, 2))
@@ -139,6 +167,8 @@ function p.dissector(buf, pinfo, tree)
     fl:add(f.encrypted, buf(2, 2))
     fl:add(f.key_phase, buf(2, 2))
     fl:add(f.gen_proof_f, buf(2, 2))
+    fl:add(f.solo_f, buf(2, 2))
+    fl:add(f.status_f, buf(2, 2))
     t:add(f.dst_conn, buf(4, 4))
     t:add(f.src_conn, buf(8, 4))
     t:add(f.incarnation, buf(12, 4))
@@ -168,27 +198,28 @@ function p.dissector(buf, pinfo, tree)
         end
         info = info .. string.format(" psn %d (enciphered, %d bytes)", buf(20, 4):uint(), body)
     elseif op >= 0x01 and op <= 0x06 then
-        if body < MSG then
+        local solo, status = math.floor(flags / 64) % 2 == 1, math.floor(flags / 128) % 2 == 1
+        local layout = msg_layout(op, solo, status)
+        local ext = 0
+        for _, fd in ipairs(layout) do ext = ext + fd[2] end
+        if body < ext then
             t:add_proto_expert_info(e_len)
         else
-            local m = HDR
-            t:add(f.stream, buf(m, 2))
-            t:add(f.payload_len, buf(m + 2, 2))
-            t:add(f.msg_seq, buf(m + 4, 4))
-            t:add(f.recv_seq, buf(m + 8, 4))
-            t:add(f.offset, buf(m + 12, 4))
-            t:add(f.msg_len, buf(m + 16, 4))
-            t:add(f.rkey, buf(m + 20, 4))
-            t:add(f.remote_addr, buf(m + 24, 8))
-            t:add(f.imm, buf(m + 32, 4))
-            local pl = buf(m + 2, 2):uint()
-            if pl ~= body - MSG then
+            local m, v = HDR, {}
+            for _, fd in ipairs(layout) do
+                t:add(f[fd[1]], buf(m, fd[2]))
+                if fd[2] == 4 then v[fd[1]] = buf(m, 4):uint() end
+                m = m + fd[2]
+            end
+            local pl = body - ext
+            t:add(f.payload_len, buf(HDR, 0), pl)
+            if (op == 0x05 or status) and pl > 0 then
                 t:add_proto_expert_info(e_len)
             elseif pl > 0 then
-                t:add(f.payload, buf(m + MSG, pl))
+                t:add(f.payload, buf(m, pl))
             end
             info = info .. string.format(" psn %d stream %d seq %d off %d len %d", buf(20, 4):uint(),
-                buf(m, 2):uint(), buf(m + 4, 4):uint(), buf(m + 12, 4):uint(), pl)
+                buf(HDR, 2):uint(), v.msg_seq, v.offset or 0, pl)
         end
     elseif op == 0x07 then
         info = info .. string.format(" psn %d", buf(20, 4):uint())
