@@ -39,6 +39,7 @@ type Endpoint struct {
 	nextQPN verbs.QPN // the last queue pair number given out
 
 	conns    map[ConnID]*Conn
+	lastConn *Conn        // the connection conn last found (a burst mostly names one)
 	rand     verbs.Random // Config.Rand or its seeded default
 	ordinal  ConnID       // connections created so far (Conn.ordinal)
 	accepted connList     // inbound connections not yet taken by Accept (admission.go)
@@ -150,9 +151,25 @@ func (e *Endpoint) Accept() (*Conn, bool) {
 	return c, c != nil
 }
 
+// conn is e.conns[id], without the map lookup when id is the connection
+// found last.
+func (e *Endpoint) conn(id ConnID) *Conn {
+	if c := e.lastConn; c != nil && c.local == id {
+		return c
+	}
+	c := e.conns[id]
+	if c != nil {
+		e.lastConn = c
+	}
+	return c
+}
+
 // forget removes a closed or failed connection.
 func (e *Endpoint) forget(c *Conn) {
 	delete(e.conns, c.local)
+	if e.lastConn == c {
+		e.lastConn = nil
+	}
 	e.peers.remove(c)
 	e.accepted.remove(c)
 	e.halfOpen.remove(c)
@@ -250,7 +267,7 @@ func (e *Endpoint) dispatch(now verbs.Time, h *Header, raw, body []byte, rx verb
 		return
 	}
 	if c == nil {
-		c = e.conns[h.DstConn]
+		c = e.conn(h.DstConn)
 	}
 	if c != nil && c.halfOpen.in && rx.Peer == c.peer {
 		c.amp.rx += uint64(n) // what the address spent (amplification.go)
