@@ -56,6 +56,34 @@ type connAgg struct {
 type pathAgg struct {
 	dirty bool
 	noRTT int // position in connAgg.noRTT + 1; 0 = not there
+	// keys are the path's keys in fresh, deadlines, progress and srtts
+	// (Never: not there), so that a refresh skips the heaps whose key
+	// did not change: a packet sent changes only the path's weight.
+	keys [4]int64
+}
+
+// Indexes of pathAgg.keys.
+const (
+	keyFresh = iota
+	keyDeadline
+	keyProgress
+	keySRTT
+)
+
+// newPathAgg is a path's part of connAgg before its first refresh: in
+// none of the heaps.
+func newPathAgg() pathAgg {
+	n := int64(verbs.Never)
+	return pathAgg{keys: [4]int64{n, n, n, n}}
+}
+
+// setKey sets id's key in h to key unless it is that already (*k: the
+// key last set there).
+func setKey(h *idxHeap, k *int64, id int, key int64) {
+	if *k != key {
+		*k = key
+		h.Set(id, key)
+	}
 }
 
 // ackAgg is a pending ACK's part of connAgg.
@@ -123,12 +151,12 @@ func (c *Conn) refreshPath(p *txPath) {
 	if busy && !p.hasRTT && p.timeouts == 0 {
 		fresh = p.lastProgress
 	}
-	id := int(p.id)
-	a.fresh.Set(id, int64(fresh))
+	id, k := int(p.id), &p.agg.keys
+	setKey(&a.fresh, &k[keyFresh], id, int64(fresh))
 	c.picker.weigh(int(p.id), pathWeight(p))
-	a.deadlines.Set(id, int64(deadline))
-	a.progress.Set(id, int64(progress))
-	a.srtts.Set(id, int64(srtt))
+	setKey(&a.deadlines, &k[keyDeadline], id, int64(deadline))
+	setKey(&a.progress, &k[keyProgress], id, int64(progress))
+	setKey(&a.srtts, &k[keySRTT], id, int64(srtt))
 	if in := p.agg.noRTT > 0; in != (busy && !p.hasRTT && p.timeouts > 0) {
 		if !in {
 			a.noRTT = append(a.noRTT, p)

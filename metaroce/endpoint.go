@@ -39,6 +39,7 @@ type Endpoint struct {
 	nextQPN verbs.QPN // the last queue pair number given out
 
 	conns    map[ConnID]*Conn
+	lastConn *Conn        // the connection conn last found (a burst mostly names one)
 	rand     verbs.Random // Config.Rand or its seeded default
 	ordinal  ConnID       // connections created so far (Conn.ordinal)
 	accepted connList     // inbound connections not yet taken by Accept (admission.go)
@@ -52,6 +53,11 @@ type Endpoint struct {
 	ready1   uint32      // planes whose ports have room (SetReadyPlanes); 0 = all
 	peers    peerIndex   // connections by peer (peers.go)
 	sec      endpointSec // the sealed modes (seal.go)
+
+	// untouched holds the connections that sent a packet since their
+	// last touch: NextPacket leaves the touch to settle, which runs
+	// before anything reads the timers (Conn.untouched).
+	untouched []*Conn
 
 	c EndpointCounters
 
@@ -67,6 +73,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	e := &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), rand: cfg.Rand,
 		sched:    queue.NewScheduler[*Conn](),
 		accepted: connList{link: acceptLink}, halfOpen: connList{link: halfOpenLink}}
+	e.untouched = make([]*Conn, 0, 16)
 	if e.rand == nil {
 		e.rand = verbs.NewSeededRandom(uint64(cfg.Node)*0x9e3779b97f4a7c15 ^ uint64(cfg.Incarnation))
 	}
@@ -144,13 +151,30 @@ func (e *Endpoint) Accept() (*Conn, bool) {
 	return c, c != nil
 }
 
+// conn is e.conns[id], without the map lookup when id is the connection
+// found last.
+func (e *Endpoint) conn(id ConnID) *Conn {
+	if c := e.lastConn; c != nil && c.local == id {
+		return c
+	}
+	c := e.conns[id]
+	if c != nil {
+		e.lastConn = c
+	}
+	return c
+}
+
 // forget removes a closed or failed connection.
 func (e *Endpoint) forget(c *Conn) {
 	delete(e.conns, c.local)
+	if e.lastConn == c {
+		e.lastConn = nil
+	}
 	e.peers.remove(c)
 	e.accepted.remove(c)
 	e.halfOpen.remove(c)
 	e.sched.Forget(&c.sched)
+	c.untouched = false
 }
 
 // reply queues an unsequenced answer outside any connection, without
@@ -243,7 +267,7 @@ func (e *Endpoint) dispatch(now verbs.Time, h *Header, raw, body []byte, rx verb
 		return
 	}
 	if c == nil {
-		c = e.conns[h.DstConn]
+		c = e.conn(h.DstConn)
 	}
 	if c != nil && c.halfOpen.in && rx.Peer == c.peer {
 		c.amp.rx += uint64(n) // what the address spent (amplification.go)
@@ -322,7 +346,20 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 }
 
 // touch recomputes c's timer and readiness after anything happened to it.
+// A connection waiting in the ready line is touched later (touchLater):
+// touch's Requeue would not move it, and its timer is read only after
+// settle.
 func (e *Endpoint) touch(c *Conn, now verbs.Time) {
+	if c.sched.Ready() {
+		e.touchLater(c, now)
+		return
+	}
+	e.touchNow(c, now)
+}
+
+// touchNow is touch, at once.
+func (e *Endpoint) touchNow(c *Conn, now verbs.Time) {
+	c.untouched = false
 	if c.state >= connClosed {
 		return
 	}
@@ -355,12 +392,13 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			e.planeRR = (int(meta.Plane) + 1) % e.cfg.Planes
 			// Round robin: the connection goes to the back of the line,
 			// ready or not; a turn that finds nothing to send parks it.
-			e.touch(c, now)
+			e.touchLater(c, now)
 			e.sched.Requeue(&c.sched)
 			return meta, true
 		}
 		// Whatever work is left needs window room or time: an ACK or a
 		// timer makes the connection ready again.
+		c.untouched = false
 		d, _ := c.computeDeadline(now)
 		e.sched.SetDeadline(&c.sched, int64(d))
 	}
@@ -370,13 +408,49 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 // SetReadyPlanes implements PlaneSteering.
 func (e *Endpoint) SetReadyPlanes(mask uint32) { e.ready1 = mask }
 
+// touchLater is touch(c, now) for a connection that waits in the ready
+// line (NextPacket has just put back the one it served): it runs in
+// settle, once for everything that happens to c until then, instead of
+// once per packet. That is the same touch: each later event on c touches
+// it again, at a later time, and only the last touch's deadline counts;
+// c stays in the ready line until NextPacket takes it, which either makes
+// a touch pending again or sets c's deadline itself (and cancels this
+// one), so touch's Requeue would change nothing; and nothing but
+// computeDeadline reads what its side effects (ACKs and streams whose
+// time came) change, except ackDueNow, which makes them itself.
+func (e *Endpoint) touchLater(c *Conn, now verbs.Time) {
+	c.touchAt = now
+	if !c.untouched {
+		c.untouched = true
+		e.untouched = append(e.untouched, c)
+	}
+}
+
+// settle runs the touches NextPacket left (touchLater), before the
+// connections' timers are read.
+func (e *Endpoint) settle() {
+	for i, c := range e.untouched {
+		e.untouched[i] = nil
+		if c.untouched {
+			e.touchNow(c, c.touchAt)
+		}
+	}
+	e.untouched = e.untouched[:0]
+}
+
 // NextDeadline is the earliest time OnTimer must run (Never if none).
-func (e *Endpoint) NextDeadline() verbs.Time { return verbs.Time(e.sched.NextDeadline()) }
+func (e *Endpoint) NextDeadline() verbs.Time {
+	if len(e.untouched) > 0 {
+		e.settle()
+	}
+	return verbs.Time(e.sched.NextDeadline())
+}
 
 // OnTimer runs every timer due at now: tail-loss probes, path failure and
 // re-probing, ACK delays, RNR back-offs, keepalives, peer-dead detection,
 // connect and close retries.
 func (e *Endpoint) OnTimer(now verbs.Time) {
+	e.settle()
 	e.sched.Expire(int64(now), func(c *Conn) {
 		c.onTimer(now)
 		e.touch(c, now)

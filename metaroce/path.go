@@ -117,7 +117,7 @@ func newTxPath(id verbs.PathID, entropy verbs.Entropy, plane verbs.PlaneID, wind
 	}
 	first := initialPSN(isn, 0)
 	return txPath{id: id, entropy: entropy, plane: plane, cc: pathCC{cwnd: float64(window)}, mask: uint32(n - 1), speed: speedOne,
-		isn: isn, next: first, una: first}
+		isn: isn, next: first, una: first, agg: newPathAgg()}
 }
 
 // isnKey derives a path's initial-PSN key for the direction from the end

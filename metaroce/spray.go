@@ -14,6 +14,14 @@ package metaroce
 type PathPicker struct {
 	entries []pickEntry // one per path
 	planes  []pickPlane // by plane id (one when the connection has one plane)
+	// moved is 1 + the path whose credit the last pick lowered while its
+	// group's heap still holds the old key (0: none): the packet the pick
+	// was for takes room on that path, and weigh then moves it to the
+	// group of its new weight, so updating the old group first would be
+	// wasted. The next pick or rebase updates it if weigh did not
+	// (settleMoved). A heap's keys are distinct and only its top is
+	// read, so the result does not depend on when the key is updated.
+	moved int
 }
 
 // speedOne is the speed of a path as fast as the connection's fastest.
@@ -68,6 +76,7 @@ func pickKey(a int64, i int) int64 { return -a*(MaxPaths+1) + int64(i) }
 const pickRebase = 1 << 32
 
 func (pp *PathPicker) reset(paths []txPath, planes int) {
+	pp.moved = 0
 	pp.entries = make([]pickEntry, len(paths))
 	pp.planes = make([]pickPlane, max(planes, 1))
 	for i := range pp.planes {
@@ -94,6 +103,9 @@ func (pp *PathPicker) weigh(i, w int) {
 	pl := &pp.planes[e.plane]
 	credit := pp.credit(i)
 	if e.w > 0 {
+		if pp.moved == i+1 {
+			pp.moved = 0 // its key leaves the heap with it
+		}
 		g := pl.group[e.w]
 		h := &pl.groups[g-1].h
 		h.Remove(i)
@@ -143,6 +155,7 @@ func (pp *PathPicker) pick(plane int) int {
 	if plane == anyPlane {
 		plane = 0
 	}
+	pp.settleMoved()
 	pl := &pp.planes[plane]
 	if pl.sum == 0 {
 		return -1
@@ -162,15 +175,29 @@ func (pp *PathPicker) pick(plane int) int {
 	}
 	e := &pp.entries[best]
 	e.a -= int64(pl.sum)
-	pl.groups[pl.group[e.w]-1].h.Set(best, pickKey(e.a, best))
+	pp.moved = best + 1 // its heap key follows later (settleMoved, weigh)
 	if pl.n >= pickRebase {
 		pp.rebase(plane)
 	}
 	return best
 }
 
+// settleMoved brings the heap key of the path the last pick chose up to
+// date, if weigh has not moved it since (PathPicker.moved).
+func (pp *PathPicker) settleMoved() {
+	if pp.moved == 0 {
+		return
+	}
+	i := pp.moved - 1
+	pp.moved = 0
+	e := &pp.entries[i]
+	pl := &pp.planes[e.plane]
+	pl.groups[pl.group[e.w]-1].h.Set(i, pickKey(e.a, i))
+}
+
 // rebase rewrites plane's credits for n = 0.
 func (pp *PathPicker) rebase(plane int) {
+	pp.settleMoved()
 	pl := &pp.planes[plane]
 	for i := range pp.entries {
 		if e := &pp.entries[i]; e.plane == plane && e.w > 0 {

@@ -85,6 +85,7 @@ type Shard struct {
 	spare []*dpdk.Mbuf   // allocated, not yet used for tx
 	pend  [][]*dpdk.Mbuf // per port: built, not yet taken by the queue (cap 4 bursts)
 	hdr   []Header       // per port: our side of the headers
+	dest  []txDest       // per port: the headers of the last destination sent to
 	ours  []Ours         // per port: what a frame must be addressed to
 	index int            // shard number: it listens on UDP port UDPPort+index
 
@@ -150,6 +151,19 @@ type Shard struct {
 	scats []metaroce.Scatter
 }
 
+// txDest is a port's last data destination: the peer the core named, the
+// neighbour table's entry for its next hop when the template was built,
+// and the template (frame.go). A frame to the same peer whose next hop's
+// entry is unchanged takes the template as it is: addresses and gateways
+// never change, so the MAC is all that can.
+type txDest struct {
+	ok   bool
+	peer verbs.PeerHandle
+	hop  verbs.PeerHandle
+	mac  uint64 // the hop's neighTable.mac value (macKnown set)
+	tpl  HeaderTemplate
+}
+
 // rxItem is a parsed payload waiting for the core's Receive; it aliases
 // an mbuf the shard frees after the core has seen it.
 type rxItem struct {
@@ -187,6 +201,7 @@ func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, err
 		s.hdr = append(s.hdr, Header{SrcMAC: p.mac, SrcIP: p.ip, DstPort: udp, ECT: true,
 			SoftIPChecksum: !p.txIPOffload, SoftUDPChecksum: p.udpSoft, OffloadUDP: p.txUDPOffload})
 	}
+	s.dest = make([]txDest, len(e.ports))
 	return s, nil
 }
 
@@ -777,34 +792,13 @@ func (s *Shard) transmit(now verbs.Time, timers bool) int {
 	for k, m := range s.built {
 		meta := s.metas[k]
 		i := int(meta.Plane) % len(s.ports)
-		ip, mac, known, ok := s.neigh.addr(meta.Peer, i)
-		if ok {
-			if hop := s.ports[i].nextHop(meta.Peer, ip); hop != meta.Peer {
-				var hopIP IPv4
-				hopIP, mac, known, _ = s.neigh.addr(hop, i)
-				if !known {
-					ip = hopIP // resolve the gateway, not the peer
-				}
-				meta.Peer = hop
+		d := &s.dest[i]
+		if !d.ok || d.peer != meta.Peer || s.neigh.t.mac[i][d.hop].Load() != d.mac {
+			if !s.newDest(now, i, m, meta.Peer) {
+				continue
 			}
 		}
-		if !known {
-			s.c.NoNeighbour++
-			// The packet is dropped (the core resends it later); its
-			// mbuf goes back to the spares, where askARP may take it.
-			if len(s.spare) < cap(s.spare) {
-				s.spare = append(s.spare, m)
-			} else {
-				s.frees = append(s.frees, m)
-			}
-			if ok {
-				s.askARP(now, i, meta.Peer, ip)
-			}
-			continue
-		}
-		h := &s.hdr[i]
-		h.DstMAC, h.DstIP, h.SrcPort, h.ECT = mac, ip, uint16(meta.Entropy), meta.ECT
-		m.SetLen(WriteHeaders(m.Room(), h, meta.Len))
+		m.SetLen(d.tpl.Write(m.Room(), uint16(meta.Entropy), meta.ECT, meta.Len))
 		if p := s.ports[i]; p.txFlags != 0 {
 			m.SetTxOffload(p.txFlags, EthHdrLen, IPv4HdrLen, 0)
 		}
@@ -822,6 +816,47 @@ func (s *Shard) transmit(now verbs.Time, timers bool) int {
 	// driver call (poll), which comes at once: an iteration that made
 	// packets did work, so the loop neither waits nor sleeps before it.
 	return made
+}
+
+// newDest makes peer port i's data destination (s.dest[i]) for frame m.
+// When the peer, or the gateway that leads to it, is not resolved yet it
+// returns false: the frame is dropped (the core resends it later), its
+// mbuf goes back to the spares (or to s.frees), and an ARP request may go
+// out.
+func (s *Shard) newDest(now verbs.Time, i int, m *dpdk.Mbuf, peer verbs.PeerHandle) bool {
+	d := &s.dest[i]
+	d.ok = false
+	hop := peer
+	ip, _, _, ok := s.neigh.addr(peer, i)
+	var v uint64 // the next hop's entry: read once, so the template and d.mac agree
+	if ok {
+		if hop = s.ports[i].nextHop(peer, ip); hop != peer {
+			hopIP, _, _, _ := s.neigh.addr(hop, i)
+			if s.neigh.t.mac[i][hop].Load()&macKnown == 0 {
+				ip = hopIP // resolve the gateway, not the peer
+			}
+		}
+		v = s.neigh.t.mac[i][hop].Load()
+	}
+	if v&macKnown == 0 {
+		s.c.NoNeighbour++
+		// The packet is dropped (the core resends it later); its mbuf
+		// goes back to the spares, where askARP may take it.
+		if len(s.spare) < cap(s.spare) {
+			s.spare = append(s.spare, m)
+		} else {
+			s.frees = append(s.frees, m)
+		}
+		if ok {
+			s.askARP(now, i, hop, ip)
+		}
+		return false
+	}
+	h := &s.hdr[i]
+	h.DstMAC, h.DstIP = bitsMAC(v), ip
+	d.tpl.Build(h)
+	d.ok, d.peer, d.hop, d.mac = true, peer, hop, v
+	return true
 }
 
 // askARP sends a who-has for ip (the address of neighbour h: a peer or a
