@@ -346,19 +346,7 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 }
 
 // touch recomputes c's timer and readiness after anything happened to it.
-// A connection waiting in the ready line is touched later (touchLater):
-// touch's Requeue would not move it, and its timer is read only after
-// settle.
 func (e *Endpoint) touch(c *Conn, now verbs.Time) {
-	if c.sched.Ready() {
-		e.touchLater(c, now)
-		return
-	}
-	e.touchNow(c, now)
-}
-
-// touchNow is touch, at once.
-func (e *Endpoint) touchNow(c *Conn, now verbs.Time) {
 	c.untouched = false
 	if c.state >= connClosed {
 		return
@@ -408,16 +396,14 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 // SetReadyPlanes implements PlaneSteering.
 func (e *Endpoint) SetReadyPlanes(mask uint32) { e.ready1 = mask }
 
-// touchLater is touch(c, now) for a connection that waits in the ready
-// line (NextPacket has just put back the one it served): it runs in
-// settle, once for everything that happens to c until then, instead of
-// once per packet. That is the same touch: each later event on c touches
-// it again, at a later time, and only the last touch's deadline counts;
-// c stays in the ready line until NextPacket takes it, which either makes
-// a touch pending again or sets c's deadline itself (and cancels this
-// one), so touch's Requeue would change nothing; and nothing but
-// computeDeadline reads what its side effects (ACKs and streams whose
-// time came) change, except ackDueNow, which makes them itself.
+// touchLater is touch(c, now) for a connection NextPacket has just served
+// and put back in the ready line: it runs in settle, once for all the
+// packets c sends until then, instead of once per packet. That is the same
+// touch: whatever else happens to c in between touches it at once (which
+// cancels this one), the ready line already holds c, so touch's Requeue
+// changes nothing, and nothing but computeDeadline reads what its side
+// effects (ACKs and streams whose time came) change, except ackDueNow,
+// which makes them itself.
 func (e *Endpoint) touchLater(c *Conn, now verbs.Time) {
 	c.touchAt = now
 	if !c.untouched {
@@ -432,7 +418,7 @@ func (e *Endpoint) settle() {
 	for i, c := range e.untouched {
 		e.untouched[i] = nil
 		if c.untouched {
-			e.touchNow(c, c.touchAt)
+			e.touch(c, c.touchAt)
 		}
 	}
 	e.untouched = e.untouched[:0]
