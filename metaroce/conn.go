@@ -118,12 +118,6 @@ type Conn struct {
 
 	sched queue.Slot[*Conn] // deadline and ready-line place in Endpoint.sched
 	agg   connAgg           // what computeDeadline needs of every path, ACK and stream (aggregates.go)
-
-	// untouched: the connection is in Endpoint.untouched, its touch after
-	// the packets it sent pending, for the time touchAt (touchLater).
-	untouched bool
-	touchAt   verbs.Time
-
 	// Its places in the endpoint's admission lists and peer index
 	// (admission.go, peers.go).
 	halfOpen, acceptQ connLink

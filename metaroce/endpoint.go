@@ -54,11 +54,6 @@ type Endpoint struct {
 	peers    peerIndex   // connections by peer (peers.go)
 	sec      endpointSec // the sealed modes (seal.go)
 
-	// untouched holds the connections that sent a packet since their
-	// last touch: NextPacket leaves the touch to settle, which runs
-	// before anything reads the timers (Conn.untouched).
-	untouched []*Conn
-
 	c EndpointCounters
 
 	scat scatterState // the NextPacketScatter call running, if any (scatter.go)
@@ -73,7 +68,6 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	e := &Endpoint{cfg: cfg, conns: make(map[ConnID]*Conn), rand: cfg.Rand,
 		sched:    queue.NewScheduler[*Conn](),
 		accepted: connList{link: acceptLink}, halfOpen: connList{link: halfOpenLink}}
-	e.untouched = make([]*Conn, 0, 16)
 	if e.rand == nil {
 		e.rand = verbs.NewSeededRandom(uint64(cfg.Node)*0x9e3779b97f4a7c15 ^ uint64(cfg.Incarnation))
 	}
@@ -174,7 +168,6 @@ func (e *Endpoint) forget(c *Conn) {
 	e.accepted.remove(c)
 	e.halfOpen.remove(c)
 	e.sched.Forget(&c.sched)
-	c.untouched = false
 }
 
 // reply queues an unsequenced answer outside any connection, without
@@ -347,7 +340,6 @@ func (e *Endpoint) onConnect(now verbs.Time, h *Header, body []byte, rx verbs.Rx
 
 // touch recomputes c's timer and readiness after anything happened to it.
 func (e *Endpoint) touch(c *Conn, now verbs.Time) {
-	c.untouched = false
 	if c.state >= connClosed {
 		return
 	}
@@ -380,13 +372,12 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			e.planeRR = (int(meta.Plane) + 1) % e.cfg.Planes
 			// Round robin: the connection goes to the back of the line,
 			// ready or not; a turn that finds nothing to send parks it.
-			e.touchLater(c, now)
+			e.touch(c, now)
 			e.sched.Requeue(&c.sched)
 			return meta, true
 		}
 		// Whatever work is left needs window room or time: an ACK or a
 		// timer makes the connection ready again.
-		c.untouched = false
 		d, _ := c.computeDeadline(now)
 		e.sched.SetDeadline(&c.sched, int64(d))
 	}
@@ -396,47 +387,13 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 // SetReadyPlanes implements PlaneSteering.
 func (e *Endpoint) SetReadyPlanes(mask uint32) { e.ready1 = mask }
 
-// touchLater is touch(c, now) for a connection NextPacket has just served
-// and put back in the ready line: it runs in settle, once for all the
-// packets c sends until then, instead of once per packet. That is the same
-// touch: whatever else happens to c in between touches it at once (which
-// cancels this one), the ready line already holds c, so touch's Requeue
-// changes nothing, and nothing but computeDeadline reads what its side
-// effects (ACKs and streams whose time came) change, except ackDueNow,
-// which makes them itself.
-func (e *Endpoint) touchLater(c *Conn, now verbs.Time) {
-	c.touchAt = now
-	if !c.untouched {
-		c.untouched = true
-		e.untouched = append(e.untouched, c)
-	}
-}
-
-// settle runs the touches NextPacket left (touchLater), before the
-// connections' timers are read.
-func (e *Endpoint) settle() {
-	for i, c := range e.untouched {
-		e.untouched[i] = nil
-		if c.untouched {
-			e.touch(c, c.touchAt)
-		}
-	}
-	e.untouched = e.untouched[:0]
-}
-
 // NextDeadline is the earliest time OnTimer must run (Never if none).
-func (e *Endpoint) NextDeadline() verbs.Time {
-	if len(e.untouched) > 0 {
-		e.settle()
-	}
-	return verbs.Time(e.sched.NextDeadline())
-}
+func (e *Endpoint) NextDeadline() verbs.Time { return verbs.Time(e.sched.NextDeadline()) }
 
 // OnTimer runs every timer due at now: tail-loss probes, path failure and
 // re-probing, ACK delays, RNR back-offs, keepalives, peer-dead detection,
 // connect and close retries.
 func (e *Endpoint) OnTimer(now verbs.Time) {
-	e.settle()
 	e.sched.Expire(int64(now), func(c *Conn) {
 		c.onTimer(now)
 		e.touch(c, now)
