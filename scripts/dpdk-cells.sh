@@ -109,10 +109,11 @@ adapter() {
 	if [ "$backend" = af_packet ]; then
 		dev=net_af_packet0
 		vdev="net_af_packet0,iface=$iface"
-		if [ $room -gt 2048 ]; then
-			local fsz=$(((room + 128 + 4095) / 4096 * 4096))
-			vdev+=",framesz=$fsz,blocksz=$fsz"
-		fi
+		# af_packet refuses a queue whose frames (less its tpacket
+		# header) do not fit an mbuf, and the kernel wants blocks of
+		# whole pages: frames of room bytes, four to a block.
+		[ $room -gt 2048 ] && vdev+=",framesz=$room,blocksz=$((4 * room))"
+
 	fi
 	cat >"$prof" <<-EOF
 		name: cells-$role
