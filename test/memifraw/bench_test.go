@@ -3,8 +3,10 @@
 package memifraw
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,6 +187,13 @@ func BenchmarkWriteBWVsRaw(b *testing.B) {
 		b.Logf("shard A: loops %d idle sleeps %d rx %d tx %d nombuf %d blocked %d; shard B: loops %d idle sleeps %d rx %d tx %d catchup A %d B %d",
 			c1.Loops-c0.Loops, c1.IdleSleeps-c0.IdleSleeps, c1.RxFrames-c0.RxFrames, c1.TxFrames-c0.TxFrames, c1.TxNoMbuf, c1.TxBlocked-c0.TxBlocked,
 			cb.Loops, cb.IdleSleeps, cb.RxFrames, cb.TxFrames, c1.CatchUpPolls-c0.CatchUpPolls, cb.CatchUpPolls)
+		// Where each shard's loop went during the transfer (B's since
+		// its start: it ran nothing before).
+		var ta dpdkengine.TimeSplit
+		for i := range ta {
+			ta[i] = c1.Time[i] - c0.Time[i]
+		}
+		b.Logf("time split (rx / core / tx / app / idle): sender %s; receiver %s", splitShares(&ta), splitShares(&cb.Time))
 	}
 	goodput := float64(b.N) * writeSize * 8 / el.Seconds() / 1e9
 	rawGoodput := raw.Mpps() * 1e6 * float64(payloadPerFrame) * 8 / 1e9
@@ -233,4 +242,20 @@ func benchWindow() int {
 		return v
 	}
 	return 64
+}
+
+// splitShares formats a loop's time split as the share of each phase.
+func splitShares(t *dpdkengine.TimeSplit) string {
+	tot := t.Total()
+	if tot <= 0 {
+		return "-"
+	}
+	var b strings.Builder
+	for i, d := range t {
+		if i > 0 {
+			b.WriteString(" / ")
+		}
+		fmt.Fprintf(&b, "%.0f%%", 100*float64(d)/float64(tot))
+	}
+	return b.String()
 }
