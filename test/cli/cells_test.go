@@ -176,3 +176,56 @@ func cells(line string) []string {
 	}
 	return parts
 }
+
+// TestDPDKCellsHarnessJumboAfPacket: one 1 s run of the 1 MiB cell at
+// MTU 8192 over af_packet on the harness's veth pair. Frames over 2 KiB
+// need af_packet frames that fit an mbuf and whole-page blocks; with
+// frames sized past the mbufs, DPDK refused the queue ("rx queue setup:
+// Cannot allocate memory") and every run failed before it started. The
+// cell must hold a figure; a failed run's reason is reported, and one
+// that never got a server up fails the test whatever the load.
+func TestDPDKCellsHarnessJumboAfPacket(t *testing.T) {
+	testenv.Root(t, "the harness builds a network namespace with a veth pair")
+	bin := binary.Build(t)
+	for _, tool := range []string{"taskset", "timeout", "setsid", "ip"} {
+		testenv.Tool(t, tool, "Debian packages util-linux / coreutils / iproute2")
+	}
+	script, err := filepath.Abs("../../scripts/dpdk-cells.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "--runs", "1", "--duration", "1", "--huge", "off", "--bin", bin,
+		"--transports", "metaroce", "--backends", "af_packet", "--cells", "g1m", "--mtu", "8192")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	table := string(out)
+	t.Logf("%s", table)
+	if !strings.Contains(table, "MTU 8192 ") {
+		t.Errorf("the table does not say MTU 8192")
+	}
+	if strings.Contains(table, "server not ready") || strings.Contains(table, "Cannot allocate memory") {
+		t.Fatalf("af_packet at MTU 8192 did not start:\n%s", table)
+	}
+	var row []string
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| 1 MiB, 2 outstanding |") {
+			row = cells(l)
+		}
+	}
+	if len(row) != 2 {
+		t.Fatalf("no 1 MiB row with one column in:\n%s", table)
+	}
+	if m := cellNum.FindStringSubmatch(row[1]); m == nil {
+		t.Logf("the run failed after it started (reported as such): %q", row[1])
+	} else if v, _ := strconv.ParseFloat(m[1], 64); !(v > 0) {
+		t.Errorf("1 MiB at MTU 8192: %q is not a positive figure", row[1])
+	}
+}
