@@ -599,8 +599,8 @@ const (
 // a path by the ACKs that have arrived; after a stall those ACKs sit in
 // the ring, behind a burst's worth of frames or unread since the
 // iteration's poll, and the tail-loss timers fired for packets already
-// acknowledged (TestTwoPlanes: 32 spurious timeouts in 10 stalls of
-// 10ms, 0 with catchUp). It reads once when the step took longer than
+// acknowledged (TestTwoPlanes, run alone: 32 spurious timeouts in 10
+// stalls of 10ms, 0 with catchUp; run after other tests some remain). It reads once when the step took longer than
 // catchUpAfter since the poll, and on while bursts come back full when
 // more than catchUpAfter passed since the last look at the timers (the
 // loop fell behind); at most catchUpBursts bursts. A loop that keeps up
