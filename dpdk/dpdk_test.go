@@ -148,19 +148,7 @@ func TestMemifPair(t *testing.T) {
 		require.NoError(t, ports[i].Configure(PortConfig{RxQueues: 1, TxQueues: 1, Pool: p, RxDesc: 512, TxDesc: 512}))
 		require.NoError(t, ports[i].Start())
 	}
-	defer func() {
-		// Client first; the server only once its link is down, i.e. once
-		// the interrupt thread has handled the disconnect: memif's
-		// disconnect handling races a concurrent stop of the other end.
-		require.NoError(t, ports[1].Stop())
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if l, _ := ports[0].Link(); !l.Up {
-				break
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-		require.NoError(t, ports[0].Stop())
-	}()
+	defer stopMemifPair(t, ports)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		l0, err0 := ports[0].Link()
@@ -226,4 +214,19 @@ func TestMalloc(t *testing.T) {
 	FreeMem(b)
 	_, err = Malloc("mr", 0, 0)
 	require.Error(t, err)
+}
+
+// stopMemifPair stops a started memif pair (server ports[0], client
+// ports[1]): the client first, the server only once its link is down,
+// i.e. once the interrupt thread has handled the disconnect: memif's
+// disconnect handling races a concurrent stop of the other end.
+func stopMemifPair(t *testing.T, ports [2]PortID) {
+	require.NoError(t, ports[1].Stop())
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if l, _ := ports[0].Link(); !l.Up {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, ports[0].Stop())
 }

@@ -111,17 +111,7 @@ func startMemifPair(t *testing.T, p *Pool, k int) [2]PortID {
 		require.NoError(t, ports[i].Configure(PortConfig{RxQueues: 1, TxQueues: 1, Pool: p, TxOffloads: TxOffloadMultiSegs}))
 		require.NoError(t, ports[i].Start())
 	}
-	t.Cleanup(func() {
-		// As TestMemifPair: client first, the server once its link is down.
-		require.NoError(t, ports[1].Stop())
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if l, _ := ports[0].Link(); !l.Up {
-				break
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-		require.NoError(t, ports[0].Stop())
-	})
+	t.Cleanup(func() { stopMemifPair(t, ports) })
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		l0, _ := ports[0].Link()
 		l1, _ := ports[1].Link()

@@ -71,7 +71,7 @@ func MsgExtLen(op Opcode, f HeaderFlags) int {
 	if op.targetsRegion() {
 		n += 12
 	}
-	if op == OpWriteImm || op == OpSendImm || (op == OpReadResp && f&FlagStatus != 0) {
+	if carriesImm(op, f) {
 		n += 4
 	}
 	return n
@@ -79,6 +79,12 @@ func MsgExtLen(op Opcode, f HeaderFlags) int {
 
 // consumesRecv reports whether the opcode's message consumes a receive.
 func (o Opcode) consumesRecv() bool { return o == OpWriteImm || o == OpSend || o == OpSendImm }
+
+// carriesImm reports whether op's extension under flags f ends with the
+// imm word: an immediate, or a READ_RESP's status.
+func carriesImm(op Opcode, f HeaderFlags) bool {
+	return op == OpWriteImm || op == OpSendImm || (op == OpReadResp && f&FlagStatus != 0)
+}
 
 // targetsRegion reports whether the opcode names a remote region (rkey
 // and address).
@@ -123,7 +129,7 @@ func (m *MsgHeader) Put(op Opcode, f HeaderFlags, b []byte) int {
 		binary.BigEndian.PutUint64(b[n+4:], m.RemoteAddr)
 		n += 12
 	}
-	if op == OpWriteImm || op == OpSendImm || (op == OpReadResp && f&FlagStatus != 0) {
+	if carriesImm(op, f) {
 		binary.BigEndian.PutUint32(b[n:], m.Imm)
 		n += 4
 	}

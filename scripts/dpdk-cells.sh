@@ -82,6 +82,11 @@ log() { printf 'dpdk-cells: %s\n' "$*" >&2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 self="$here/$(basename "${BASH_SOURCE[0]}")"
 
+# A frame is the payload plus at most 76 bytes of transport headers and
+# trailer (metaroce's are 70 at most, wire version 2) plus Ethernet, IPv4
+# and UDP (42): what the adapter's buffers and the veth MTU allow for.
+frame_over=118
+
 # ---- adapter: one end of one run of metaroce perf, printing the contract --
 adapter() {
 	local transport=$1 role=$2 size=$3 outst=$4 dur=$5 backend=$6 core=$7 sock=$8 iface=$9
@@ -94,13 +99,11 @@ adapter() {
 	trap 'rm -rf "$adir"' EXIT
 	prof="$dir/profile.yaml"
 	local dev=net_memif0 mtu=${MR_CELLS_MTU:-1024}
-	# A frame is the payload plus at most 76 bytes of transport headers
-	# and trailer (metaroce's are 70 at most, wire version 2) plus
-	# Ethernet, IPv4 and UDP (42); room is what a buffer must hold.
-	# Frames spread over several memif buffers were corrupted now and
-	# then once the ring filled (docs/dpdk.md), and a frame over
-	# af_packet's framesz is cut, so each holds a whole frame.
-	local frame=$((mtu + 118)) room dataroom=2176 ibmtu=4096
+	# room is what a buffer must hold (frame_over, above). Frames spread
+	# over several memif buffers were corrupted now and then once the
+	# ring filled (docs/dpdk.md), and a frame over af_packet's framesz is
+	# cut, so each holds a whole frame.
+	local frame=$((mtu + frame_over)) room dataroom=2176 ibmtu=4096
 	room=$(((frame + 1023) / 1024 * 1024))
 	[ $((room + 128)) -gt $dataroom ] && dataroom=$((room + 128))
 	while [ $ibmtu -gt 256 ] && [ $ibmtu -gt "$mtu" ]; do ibmtu=$((ibmtu / 2)); done
@@ -267,13 +270,12 @@ trap 'log "interrupted"; exit 130' INT TERM
 
 if [[ " ${BACKENDS[*]} " == *" af_packet "* ]]; then
 	[ "$(id -u)" -eq 0 ] || die "af_packet over veth needs root (network namespaces); --backends memif runs without"
-	ns="mrcells$$"
+	ns="mrcells$$" vethmtu=$((MR_CELLS_MTU + frame_over > 1500 ? MR_CELLS_MTU + frame_over : 1500))
 	ip netns add "$ns" || { ns=""; die "ip netns add failed"; }
 	ip -n "$ns" link set lo up &&
 		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
 		ip -n "$ns" link add cellsA type veth peer name cellsB &&
-		ip -n "$ns" link set cellsA mtu $((MR_CELLS_MTU + 118 > 1500 ? MR_CELLS_MTU + 118 : 1500)) &&
-		ip -n "$ns" link set cellsB mtu $((MR_CELLS_MTU + 118 > 1500 ? MR_CELLS_MTU + 118 : 1500)) &&
+		ip -n "$ns" link set cellsA mtu "$vethmtu" && ip -n "$ns" link set cellsB mtu "$vethmtu" &&
 		ip -n "$ns" link set cellsA up && ip -n "$ns" link set cellsB up ||
 		die "cannot build the veth pair in namespace $ns"
 fi

@@ -222,6 +222,14 @@ func WriteHeaders(b []byte, h *Header, n int) int {
 	binary.BigEndian.PutUint16(udp[2:4], h.DstPort)
 	binary.BigEndian.PutUint16(udp[4:6], uint16(UDPHdrLen+n))
 	udp[6], udp[7] = 0, 0
+	return finishUDP(b, h, n)
+}
+
+// finishUDP writes the UDP checksum of the frame in b (headers and n
+// bytes of payload in place, the checksum field 0) as h's checksum mode
+// asks, pads the frame to the Ethernet minimum and returns its length.
+func finishUDP(b []byte, h *Header, n int) int {
+	udp := b[EthHdrLen+IPv4HdrLen : HdrLen+n]
 	switch {
 	case h.SoftUDPChecksum:
 		s := Checksum(udp, pseudoSum(h.SrcIP[:], h.DstIP[:], len(udp)))
@@ -286,22 +294,7 @@ func (t *HeaderTemplate) Write(b []byte, srcPort uint16, ect bool, n int) int {
 	udp := b[EthHdrLen+IPv4HdrLen : HdrLen+n]
 	binary.BigEndian.PutUint16(udp[0:2], srcPort)
 	binary.BigEndian.PutUint16(udp[4:6], uint16(UDPHdrLen+n))
-	switch {
-	case t.h.SoftUDPChecksum:
-		s := Checksum(udp, pseudoSum(t.h.SrcIP[:], t.h.DstIP[:], len(udp)))
-		if s == 0 {
-			s = 0xffff
-		}
-		binary.BigEndian.PutUint16(udp[6:8], s)
-	case t.h.OffloadUDP:
-		binary.BigEndian.PutUint16(udp[6:8], ^fold(pseudoSum(t.h.SrcIP[:], t.h.DstIP[:], len(udp))))
-	}
-	l := HdrLen + n
-	if l < minFrame {
-		clear(b[l:minFrame])
-		l = minFrame
-	}
-	return l
+	return finishUDP(b, &t.h, n)
 }
 
 func pseudoSum(src, dst []byte, udpLen int) uint64 {

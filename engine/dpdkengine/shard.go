@@ -599,14 +599,13 @@ const (
 // a path by the ACKs that have arrived; after a stall those ACKs sit in
 // the ring, behind a burst's worth of frames or unread since the
 // iteration's poll, and the tail-loss timers fired for packets already
-// acknowledged (TestTwoPlanes: 32 spurious timeouts in 10 stalls of
-// 10ms, 0 with catchUp). It reads once when the step took longer than
+// acknowledged (TestTwoPlanes, run alone: 32 spurious timeouts in 10
+// stalls of 10ms, 0 with catchUp; run after other tests some remain). It reads once when the step took longer than
 // catchUpAfter since the poll, and on while bursts come back full when
 // more than catchUpAfter passed since the last look at the timers (the
 // loop fell behind); at most catchUpBursts bursts. A loop that keeps up
 // with a flood is not held back by it: its ACK timers fire after one
 // burst, as before.
-
 func (s *Shard) catchUp(polled, now verbs.Time) (int, verbs.Time) {
 	work := 0
 	late := verbs.Time(catchUpAfter)
@@ -830,13 +829,11 @@ func (s *Shard) newDest(now verbs.Time, i int, m *dpdk.Mbuf, peer verbs.PeerHand
 	ip, _, _, ok := s.neigh.addr(peer, i)
 	var v uint64 // the next hop's entry: read once, so the template and d.mac agree
 	if ok {
-		if hop = s.ports[i].nextHop(peer, ip); hop != peer {
-			hopIP, _, _, _ := s.neigh.addr(hop, i)
-			if s.neigh.t.mac[i][hop].Load()&macKnown == 0 {
-				ip = hopIP // resolve the gateway, not the peer
-			}
-		}
+		hop = s.ports[i].nextHop(peer, ip)
 		v = s.neigh.t.mac[i][hop].Load()
+		if hop != peer && v&macKnown == 0 {
+			ip, _, _, _ = s.neigh.addr(hop, i) // resolve the gateway, not the peer
+		}
 	}
 	if v&macKnown == 0 {
 		s.c.NoNeighbour++

@@ -40,27 +40,11 @@ func TestDPDKCellsHarnessTiny(t *testing.T) {
 	for _, tool := range []string{"taskset", "timeout", "setsid"} {
 		testenv.Tool(t, tool, "Debian package util-linux / coreutils")
 	}
-	script, err := filepath.Abs("../../scripts/dpdk-cells.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := cellsScript(t)
 	other := script + " --adapter rocev2 {role} {size} {outstanding} {duration} {backend} {core} {sock} {iface} {ip} {peer_ip} {port} {prefix} " + bin + " off"
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, "--tiny", "--huge", "off", "--bin", bin, "--transports", "metaroce",
-		"--other", other, "--other-name", "rocev2")
-	// On the deadline: SIGTERM, so the harness removes what it started.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
 	start := time.Now()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("harness: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start), out, stderr.String())
-	}
-	table := string(out)
-	t.Logf("harness took %v:\n%s", time.Since(start).Round(time.Second), table)
+	table := runCells(t, "--tiny", "--huge", "off", "--bin", bin, "--transports", "metaroce",
+		"--other", other, "--other-name", "rocev2")
 
 	var header []string
 	var rows [][]string
@@ -141,14 +125,41 @@ func TestDPDKCellsHarnessTiny(t *testing.T) {
 	}
 }
 
-// TestDPDKCellsHarnessRejectsBadOptions: an option out of range stops the
-// harness before it starts anything, with exit status 2 and a message
-// that names the option.
-func TestDPDKCellsHarnessRejectsBadOptions(t *testing.T) {
+// cellsScript is the harness's absolute path.
+func cellsScript(t *testing.T) string {
 	script, err := filepath.Abs("../../scripts/dpdk-cells.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return script
+}
+
+// runCells runs the harness with args, bounded at 55 s (then SIGTERM, so
+// that it removes what it started), and returns the table it printed,
+// logged with the time it took; a non-zero exit fails the test.
+func runCells(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cellsScript(t), args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start), out, stderr.String())
+	}
+	t.Logf("harness took %v:\n%s", time.Since(start).Round(time.Second), out)
+	return string(out)
+}
+
+// TestDPDKCellsHarnessRejectsBadOptions: an option out of range stops the
+// harness before it starts anything, with exit status 2 and a message
+// that names the option.
+func TestDPDKCellsHarnessRejectsBadOptions(t *testing.T) {
+	script := cellsScript(t)
 	for _, c := range []struct{ args, want string }{
 		{"--mtu 100", "--mtu 100: want an integer from 256 to 9000"},
 		{"--mtu 9001", "--mtu 9001: want an integer from 256 to 9000"},
@@ -190,24 +201,8 @@ func TestDPDKCellsHarnessJumboAfPacket(t *testing.T) {
 	for _, tool := range []string{"taskset", "timeout", "setsid", "ip"} {
 		testenv.Tool(t, tool, "Debian packages util-linux / coreutils / iproute2")
 	}
-	script, err := filepath.Abs("../../scripts/dpdk-cells.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, "--runs", "1", "--duration", "1", "--huge", "off", "--bin", bin,
+	table := runCells(t, "--runs", "1", "--duration", "1", "--huge", "off", "--bin", bin,
 		"--transports", "metaroce", "--backends", "af_packet", "--cells", "g1m", "--mtu", "8192")
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("harness: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
-	table := string(out)
-	t.Logf("%s", table)
 	if !strings.Contains(table, "MTU 8192 ") {
 		t.Errorf("the table does not say MTU 8192")
 	}

@@ -1,8 +1,6 @@
 package dissector
 
 import (
-	"bufio"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -23,16 +21,7 @@ import (
 func TestTsharkDecodesMessageForms(t *testing.T) {
 	tshark := testenv.Tool(t, "tshark", "Debian package tshark; scripts/install-deps.sh installs it (make deps)")
 	lua := filepath.Join(repoRoot(t), "tools", "wireshark", "metaroce.lua")
-	capFile := filepath.Join(t.TempDir(), "forms.pcap")
-	file, err := os.Create(capFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bw := bufio.NewWriter(file)
-	w, err := pcap.NewWriter(bw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, closeCapture := newCapture(t, "forms.pcap")
 	type form struct {
 		op      mr.Opcode
 		f       mr.HeaderFlags
@@ -86,12 +75,7 @@ func TestTsharkDecodesMessageForms(t *testing.T) {
 	if err := w.WriteUDP(int64(len(forms)+1)*1000, fr, v1[:mr.SealCRC(v1, mr.HeaderLen)]); err != nil {
 		t.Fatal(err)
 	}
-	if err := bw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := file.Close(); err != nil {
-		t.Fatal(err)
-	}
+	capFile := closeCapture()
 	names := []string{"metaroce.stream", "metaroce.msg_seq", "metaroce.recv_seq", "metaroce.offset", "metaroce.msg_len",
 		"metaroce.rkey", "metaroce.remote_addr", "metaroce.imm", "metaroce.payload_len", "metaroce.flags.solo", "metaroce.flags.status",
 		"_ws.expert.message"}

@@ -1,9 +1,7 @@
 package dissector
 
 import (
-	"bufio"
 	"encoding/binary"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,16 +23,7 @@ import (
 func TestTsharkShowsGenProof(t *testing.T) {
 	tshark := testenv.Tool(t, "tshark", "Debian package tshark; scripts/install-deps.sh installs it (make deps)")
 	lua := filepath.Join(repoRoot(t), "tools", "wireshark", "metaroce.lua")
-	capFile := filepath.Join(t.TempDir(), "genproof.pcap")
-	file, err := os.Create(capFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bw := bufio.NewWriter(file)
-	w, err := pcap.NewWriter(bw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, closeCapture := newCapture(t, "genproof.pcap")
 	const proof, stamp = 0x0123456789abcdef, 1_000_000
 	type pkt struct {
 		op    mr.Opcode
@@ -62,12 +51,7 @@ func TestTsharkShowsGenProof(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := file.Close(); err != nil {
-		t.Fatal(err)
-	}
+	capFile := closeCapture()
 	cmd := exec.Command(tshark, "-X", "lua_script:"+lua, "-r", capFile, "-T", "fields", "-E", "separator=|",
 		"-e", "metaroce.opcode", "-e", "metaroce.flags.gen_proof", "-e", "metaroce.gen_proof", "-e", "metaroce.timestamp",
 		"-e", "_ws.col.Info")
