@@ -105,9 +105,13 @@ type DPDK struct {
 	PoolSize int `key:"pool_size"`
 	DataRoom int `key:"data_room"`
 	// Burst is packets per rx/tx burst; RxDesc, TxDesc descriptors per queue.
-	Burst  int `key:"burst"`
-	RxDesc int `key:"rx_desc"`
-	TxDesc int `key:"tx_desc"`
+	Burst int `key:"burst"`
+	// AckFlush: after this many frames of a receive burst, send what the
+	// core has ready (a due ACK) before handling the rest (0: 16, -1: only
+	// after the burst).
+	AckFlush int `key:"ack_flush"`
+	RxDesc   int `key:"rx_desc"`
+	TxDesc   int `key:"tx_desc"`
 	// IdleSpin and MaxIdleSleep: a shard's idle back-off; IdlePoll: the
 	// longest wait for a frame inside one driver call while it spins.
 	IdleSpin     time.Duration `key:"idle_spin"`

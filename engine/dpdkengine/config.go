@@ -73,6 +73,17 @@ type Config struct {
 	DataRoom int `yaml:"data_room"`
 	// Burst is the rx/tx burst size. Default 32.
 	Burst int `yaml:"burst"`
+	// AckFlush: after every AckFlush frames of a receive burst, the
+	// shard hands what it has to the core and sends at once what the core
+	// has ready then (an ACK due at once, for a message's last packet),
+	// before it handles the rest of the burst. A sender whose whole
+	// window arrives in one burst otherwise waits for the burst's last
+	// frame to be handled before the first ACK leaves, and sits idle
+	// meanwhile: the two ends take turns instead of overlapping (64 B
+	// messages, 32 outstanding, over memif: about 1.1 M messages/s with
+	// one ACK per burst, 1.5 M with AckFlush 16; docs/dpdk.md). Default
+	// 16; -1: only after the whole burst.
+	AckFlush int `yaml:"ack_flush"`
 	// RxDesc and TxDesc are the descriptors per queue. Default 1024.
 	RxDesc int `yaml:"rx_desc"`
 	TxDesc int `yaml:"tx_desc"`
@@ -162,6 +173,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.Burst == 0 {
 		c.Burst = 32
+	}
+	if c.AckFlush == 0 {
+		c.AckFlush = 16
 	}
 	if c.RxDesc == 0 {
 		c.RxDesc = 1024
@@ -269,6 +283,9 @@ func (c Config) Validate() error {
 	}
 	if c.Burst < 1 || c.Burst > 512 {
 		bad("burst", "%d outside 1..512", c.Burst)
+	}
+	if c.AckFlush < -1 || c.AckFlush > 512 {
+		bad("ack_flush", "%d outside -1..512", c.AckFlush)
 	}
 	if c.RxDesc < 32 || c.TxDesc < 32 {
 		bad("rx_desc/tx_desc", "%d/%d below 32", c.RxDesc, c.TxDesc)

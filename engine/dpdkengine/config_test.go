@@ -76,6 +76,7 @@ func TestValidateNamesKeys(t *testing.T) {
 		{func(c *Config) { c.PoolSize = 10 }, "pool_size"},
 		{func(c *Config) { c.DataRoom = 100 }, "data_room"},
 		{func(c *Config) { c.Burst = 1000 }, "burst"},
+		{func(c *Config) { c.AckFlush = -2 }, "ack_flush"},
 		{func(c *Config) { c.MaxIdleSleep = time.Hour }, "max_idle_sleep"},
 	} {
 		c := Config{Ports: []PortConfig{{Name: "p", IP: "10.0.0.1"}}}.Defaults()

@@ -32,6 +32,9 @@ type Counters struct {
 	// CatchUpPolls: extra receive polls made before due timers fired,
 	// after a full burst or a long step (shard.go catchUp).
 	CatchUpPolls uint64
+	// AckFlushes: sends made in the middle of a receive burst, once
+	// Config.AckFlush frames of it were handled (shard.go flushMidBurst).
+	AckFlushes uint64
 	// Commands: functions other goroutines handed to the shard (Do; a
 	// RunApp hands in one, to install its app, however long it runs).
 	Commands uint64

@@ -13,7 +13,7 @@ import (
 
 // memifPairs is how many memif pairs the test EAL has: pair k is
 // net_memif<2k> (server) and net_memif<2k+1> (client) on their own socket.
-const memifPairs = 16 // pairs 0..5: transfer, impaired, bad input, lcore, telemetry, rocev2; 6..9: property scenarios; 10, 11: planes; 12: backend; 13: udp checksum zero; 14: time split; 15: idle waits (RTE_MAX_ETHPORTS is 32: pair 1 also runs zero-copy TX)
+const memifPairs = 16 // pairs 0..5: transfer, impaired, bad input, lcore, telemetry, rocev2; 6..9: property scenarios; 10, 11: planes; 12: backend; 13: asymmetric ends (udp checksum zero, ack flush); 14: time split; 15: idle waits (RTE_MAX_ETHPORTS is 32: pair 1 also runs zero-copy TX)
 
 // TestMain starts one real EAL for the package (rte_eal_init runs once per
 // process) with memif pairs whose sockets live in a temporary directory,

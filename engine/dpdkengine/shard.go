@@ -69,14 +69,15 @@ func (d *directIO) canWait() bool { return true }
 // shard runs: other goroutines reach it only through Do, or run their
 // application on the shard's loop with RunApp (app.go).
 type Shard struct {
-	e      *Engine
-	tr     verbs.Transport
-	io     shardIO
-	ports  []*port
-	neigh  *neighbours
-	imp    *impairer
-	burst  int
-	maxLen int
+	e        *Engine
+	tr       verbs.Transport
+	io       shardIO
+	ports    []*port
+	neigh    *neighbours
+	imp      *impairer
+	burst    int
+	ackFlush int // Config.AckFlush: frames of a burst before flushMidBurst (-1: never)
+	maxLen   int
 
 	// Burst arrays live in C memory (dpdk.NewMbufArray) and never grow
 	// past their capacity.
@@ -180,7 +181,7 @@ func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, err
 	cfg := e.cfg
 	neigh := newNeighbours(e.neigh)
 	s := &Shard{e: e, tr: tr, io: io, ports: e.ports, neigh: neigh, imp: newImpairer(cfg.Impair),
-		burst: cfg.Burst, maxLen: tr.MaxPacketLen(),
+		burst: cfg.Burst, ackFlush: cfg.AckFlush, maxLen: tr.MaxPacketLen(),
 		rxb: dpdk.NewMbufArray(cfg.Burst), frees: dpdk.NewMbufArray(cfg.Burst)[:0],
 		spare: dpdk.NewMbufArray(cfg.Burst)[:0], rxDone: dpdk.NewMbufArray(cfg.Burst * len(e.ports))[:0],
 		kick: dpdk.NewWord(), tscNs: 1e9 / float64(max(dpdk.TSCHz(), 1)),
@@ -543,10 +544,13 @@ func (s *Shard) poll(now verbs.Time, spin verbs.Time) (int, verbs.Time) {
 		total += n
 		s.rxFull = s.rxFull || n == len(s.rxb)
 		s.c.RxFrames += uint64(n)
-		for _, m := range s.rxb[:n] {
+		for k, m := range s.rxb[:n] {
 			s.c.RxBytes += uint64(m.Len())
 			if !s.handle(now, i, m) {
 				s.rxDone = append(s.rxDone, m)
+			}
+			if s.ackFlush > 0 && (k+1)%s.ackFlush == 0 && k+1 < n {
+				now = s.flushMidBurst(now)
 			}
 		}
 		if len(s.rxq) > 0 {
@@ -579,6 +583,35 @@ func (s *Shard) poll(now verbs.Time, spin verbs.Time) (int, verbs.Time) {
 		return total, now
 	}
 	return total, s.lap(PhaseRx)
+}
+
+// flushMidBurst hands the frames queued so far in this burst to the core
+// and sends at once whatever the core then has ready, before the rest of
+// the burst is handled (Config.AckFlush): an ACK due at once for a
+// message's last packet leaves without waiting for the burst's last frame,
+// so that a sender whose whole window came in one burst refills it while
+// we handle the rest. It sends nothing while frames built earlier are
+// still waiting for the driver (they go first, at the next driver call).
+// One extra driver call when it sends; NextPacket once when nothing is
+// ready.
+func (s *Shard) flushMidBurst(now verbs.Time) verbs.Time {
+	if len(s.rxq) == 0 {
+		return now
+	}
+	now = s.lap(PhaseRx)
+	s.receiveQueued(now)
+	now = s.lap(PhaseCore)
+	for i := range s.pend {
+		if len(s.pend[i]) > 0 {
+			return now
+		}
+	}
+	if s.transmit(now, false) > 0 {
+		s.c.AckFlushes++
+		s.flushAll()
+		now = s.lap(PhaseTx)
+	}
+	return now
 }
 
 // Catching up before timers fire (catchUp).

@@ -53,6 +53,7 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"rx_polls", c.RxPolls)
 		add(p+"idle_waits", c.IdleWaits)
 		add(p+"catch_up_polls", c.CatchUpPolls)
+		add(p+"ack_flushes", c.AckFlushes)
 		add(p+"commands", c.Commands)
 		add(p+"zero_copy_sent", c.ZeroCopySent)
 		for i, v := range c.ZeroCopyFallback {

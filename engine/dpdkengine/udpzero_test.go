@@ -8,18 +8,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMemifUDPChecksumZero: A sends with udp_checksum: zero, B computes
-// its checksums in software. Every byte still lands (the core's CRC32C
-// covers the packets), every datagram B delivered from A had checksum 0
-// and went unverified, and A verified every one of B's (none was 0).
-func TestMemifUDPChecksumZero(t *testing.T) {
+// TestMemifAsymmetricEnds runs the checks that need the two ends of one
+// pair configured differently on one pair (memif pairs are few: a closed
+// port cannot be opened again): A sends with udp_checksum zero and
+// ack_flush -1, B computes its checksums in software and flushes ACKs
+// mid-burst by default (testAckFlush).
+func TestMemifAsymmetricEnds(t *testing.T) {
 	p := newMemifEnginesCfg(t, 13, Impairment{}, 1, func(i int, c *Config) {
 		if i == 0 {
 			c.UDPChecksum = "zero"
+			c.AckFlush = -1
 		} else {
 			c.Checksum = "software"
 		}
 	}).withEndpoints(1024, 16)
+	t.Run("udp_checksum", func(t *testing.T) { p.t = t; testUDPChecksumZero(t, p) })
+	t.Run("ack_flush", func(t *testing.T) { p.t = t; testAckFlush(t, p) })
+}
+
+// testUDPChecksumZero: A sends with udp_checksum: zero, B computes
+// its checksums in software. Every byte still lands (the core's CRC32C
+// covers the packets), every datagram B delivered from A had checksum 0
+// and went unverified, and A verified every one of B's (none was 0).
+func testUDPChecksumZero(t *testing.T, p *memifPair) {
 	a, b := p.eng[0].Ports()[0], p.eng[1].Ports()[0]
 	require.True(t, a.UDPZero && !a.UDPSoft && !a.UDPOffload, "A sends no UDP checksum: %+v", a)
 	require.True(t, !b.UDPZero && b.UDPSoft, "B computes its checksums: %+v", b)
