@@ -554,9 +554,7 @@ func (s *Shard) poll(now verbs.Time, spin verbs.Time) (int, verbs.Time) {
 			}
 		}
 		if len(s.rxq) > 0 {
-			now = s.lap(PhaseRx)
-			s.receiveQueued(now)
-			now = s.lap(PhaseCore)
+			now = s.receiveTimed()
 			lapped = true
 		}
 	}
@@ -598,9 +596,7 @@ func (s *Shard) flushMidBurst(now verbs.Time) verbs.Time {
 	if len(s.rxq) == 0 {
 		return now
 	}
-	now = s.lap(PhaseRx)
-	s.receiveQueued(now)
-	now = s.lap(PhaseCore)
+	now = s.receiveTimed()
 	for i := range s.pend {
 		if len(s.pend[i]) > 0 {
 			return now
@@ -659,6 +655,15 @@ func (s *Shard) freeBulk(ms []*dpdk.Mbuf) {
 		dpdk.FreeBulk(ms)
 		s.c.DriverCalls++
 	}
+}
+
+// receiveTimed is receiveQueued with the clock read around it: the time
+// since the last lap is billed to rx, the core's share to core. It
+// returns the time after.
+func (s *Shard) receiveTimed() verbs.Time {
+	now := s.lap(PhaseRx)
+	s.receiveQueued(now)
+	return s.lap(PhaseCore)
 }
 
 // receiveQueued hands the queued payloads to the core, in arrival order.

@@ -1,8 +1,6 @@
 package dissector
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +18,6 @@ import (
 // version 1 packet is flagged as one receivers drop.
 func TestTsharkDecodesMessageForms(t *testing.T) {
 	tshark := testenv.Tool(t, "tshark", "Debian package tshark; scripts/install-deps.sh installs it (make deps)")
-	lua := filepath.Join(repoRoot(t), "tools", "wireshark", "metaroce.lua")
 	w, closeCapture := newCapture(t, "forms.pcap")
 	type form struct {
 		op      mr.Opcode
@@ -79,22 +76,10 @@ func TestTsharkDecodesMessageForms(t *testing.T) {
 	names := []string{"metaroce.stream", "metaroce.msg_seq", "metaroce.recv_seq", "metaroce.offset", "metaroce.msg_len",
 		"metaroce.rkey", "metaroce.remote_addr", "metaroce.imm", "metaroce.payload_len", "metaroce.flags.solo", "metaroce.flags.status",
 		"_ws.expert.message"}
-	args := []string{"-X", "lua_script:" + lua, "-r", capFile, "-T", "fields", "-E", "separator=|"}
-	for _, n := range names {
-		args = append(args, "-e", n)
-	}
-	cmd := exec.Command(tshark, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tshark: %v\n%s", err, stderr.String())
-	}
-	rows := strings.Split(strings.TrimSpace(string(out)), "\n")
+	rows, out := tsharkFields(t, tshark, capFile, names...)
 	if len(rows) != len(forms)+1 {
 		t.Fatalf("%d packets decoded, want %d:\n%s", len(rows), len(forms)+1, out)
 	}
-	isTrue := func(s string) bool { return s == "True" || s == "1" }
 	hexOrDec := func(s string) string {
 		if v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64); err == nil && strings.HasPrefix(s, "0x") {
 			return strconv.FormatUint(v, 10)
@@ -103,10 +88,7 @@ func TestTsharkDecodesMessageForms(t *testing.T) {
 	}
 	checked := 0
 	for i, fm := range forms {
-		f := strings.Split(rows[i], "|")
-		for len(f) < len(names) {
-			f = append(f, "")
-		}
+		f := rows[i]
 		m := want[i]
 		carries := map[string]bool{
 			"recv_seq":    fm.op == mr.OpWriteImm || fm.op == mr.OpSend || fm.op == mr.OpSendImm,
@@ -136,15 +118,15 @@ func TestTsharkDecodesMessageForms(t *testing.T) {
 			}
 			checked++
 		}
-		if isTrue(f[9]) != (fm.f&mr.FlagSolo != 0) || isTrue(f[10]) != (fm.f&mr.FlagStatus != 0) {
+		if tsharkTrue(f[9]) != (fm.f&mr.FlagSolo != 0) || tsharkTrue(f[10]) != (fm.f&mr.FlagStatus != 0) {
 			t.Errorf("%v flags %#x: SOLO %q STATUS %q", fm.op, fm.f, f[9], f[10])
 		}
 		if f[11] != "" {
 			t.Errorf("%v flags %#x: expert info %q on a well-formed packet", fm.op, fm.f, f[11])
 		}
 	}
-	if last := strings.Split(rows[len(forms)], "|"); len(last) < len(names) || !strings.Contains(last[11], "Not version 2") {
-		t.Errorf("a version 1 packet is not flagged: %q", rows[len(forms)])
+	if last := rows[len(forms)]; !strings.Contains(last[11], "Not version 2") {
+		t.Errorf("a version 1 packet is not flagged: %q", strings.Join(last, "|"))
 	}
 	if checked < 5*len(forms) {
 		t.Fatalf("checked %d fields, want at least %d", checked, 5*len(forms))

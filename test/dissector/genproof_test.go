@@ -2,8 +2,6 @@ package dissector
 
 import (
 	"encoding/binary"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +20,6 @@ import (
 // back by tshark.
 func TestTsharkShowsGenProof(t *testing.T) {
 	tshark := testenv.Tool(t, "tshark", "Debian package tshark; scripts/install-deps.sh installs it (make deps)")
-	lua := filepath.Join(repoRoot(t), "tools", "wireshark", "metaroce.lua")
 	w, closeCapture := newCapture(t, "genproof.pcap")
 	const proof, stamp = 0x0123456789abcdef, 1_000_000
 	type pkt struct {
@@ -52,27 +49,15 @@ func TestTsharkShowsGenProof(t *testing.T) {
 		}
 	}
 	capFile := closeCapture()
-	cmd := exec.Command(tshark, "-X", "lua_script:"+lua, "-r", capFile, "-T", "fields", "-E", "separator=|",
-		"-e", "metaroce.opcode", "-e", "metaroce.flags.gen_proof", "-e", "metaroce.gen_proof", "-e", "metaroce.timestamp",
-		"-e", "_ws.col.Info")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tshark: %v\n%s", err, stderr.String())
-	}
-	rows := strings.Split(strings.TrimSpace(string(out)), "\n")
+	rows, out := tsharkFields(t, tshark, capFile,
+		"metaroce.opcode", "metaroce.flags.gen_proof", "metaroce.gen_proof", "metaroce.timestamp", "_ws.col.Info")
 	if len(rows) != len(pkts) {
 		t.Fatalf("%d packets decoded, want %d:\n%s", len(rows), len(pkts), out)
 	}
-	isTrue := func(s string) bool { return s == "True" || s == "1" }
-	for i, r := range rows {
-		f := strings.Split(r, "|")
-		for len(f) < 5 {
-			f = append(f, "")
-		}
+	for i, f := range rows {
+		r := strings.Join(f, "|")
 		proven := pkts[i].flags&mr.FlagGenProof != 0
-		if isTrue(f[1]) != proven {
+		if tsharkTrue(f[1]) != proven {
 			t.Errorf("packet %d: GEN_PROOF %q, want %v (%s)", i, f[1], proven, r)
 		}
 		if proven {
