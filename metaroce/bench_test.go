@@ -19,6 +19,7 @@ type packetPathShape struct {
 	payload               int
 	mode                  mr.SecurityMode // none, or the sealed modes (seal.go)
 	scatter               int             // > 0: a sends by NextPacketScatter with this threshold (scatter.go)
+	coalesce              int             // > 1: a's datagrams carry up to this many packets (coalesce.go)
 }
 
 func (s packetPathShape) String() string {
@@ -31,6 +32,9 @@ func (s packetPathShape) String() string {
 	}
 	if s.scatter > 0 {
 		name += "/scatter"
+	}
+	if s.coalesce > 1 {
+		name += fmt.Sprintf("/coalesce=%d", s.coalesce)
 	}
 	return name
 }
@@ -54,15 +58,15 @@ func packetPathShapes() []packetPathShape {
 	for _, p := range []int{8, 64, 256} {
 		for _, s := range []int{1, 1024} {
 			for _, c := range []int{1, 4000} {
-				out = append(out, packetPathShape{p, s, c, ppMTU, mr.SecurityNone, 0})
+				out = append(out, packetPathShape{p, s, c, ppMTU, mr.SecurityNone, 0, 0})
 			}
 		}
 	}
-	out = append(out, packetPathShape{8, 1, 1, 64, mr.SecurityNone, 0}, packetPathShape{256, 1024, 4000, 64, mr.SecurityNone, 0})
+	out = append(out, packetPathShape{8, 1, 1, 64, mr.SecurityNone, 0, 0}, packetPathShape{256, 1024, 4000, 64, mr.SecurityNone, 0, 0})
 	// The sealed modes (issue 15) beside the first shape, at both sizes:
 	// what a tag (and enciphering) adds per packet.
 	for _, m := range []mr.SecurityMode{mr.SecurityAuth, mr.SecurityEncrypt} {
-		out = append(out, packetPathShape{8, 1, 1, ppMTU, m, 0}, packetPathShape{8, 1, 1, 64, m, 0})
+		out = append(out, packetPathShape{8, 1, 1, ppMTU, m, 0, 0}, packetPathShape{8, 1, 1, 64, m, 0, 0})
 	}
 	// The scatter form (issue 16: zero-copy TX) beside the copying form at
 	// 256 B, 1 KiB and 4 KiB: the sender hands the payload out by
@@ -70,10 +74,14 @@ func packetPathShapes() []packetPathShape {
 	// driver that copies segments into its ring (memif) does.
 	for _, p := range []int{256, 1024, ppMTU} {
 		if p != ppMTU {
-			out = append(out, packetPathShape{8, 1, 1, p, mr.SecurityNone, 0})
+			out = append(out, packetPathShape{8, 1, 1, p, mr.SecurityNone, 0, 0})
 		}
-		out = append(out, packetPathShape{8, 1, 1, p, mr.SecurityNone, 1})
+		out = append(out, packetPathShape{8, 1, 1, p, mr.SecurityNone, 1, 0})
 	}
+	// Coalescing (coalesce.go) beside the plain 64-byte shape: what
+	// packing 64-byte messages into shared datagrams costs or saves the
+	// core per packet (a backend saves its per-frame cost on top).
+	out = append(out, packetPathShape{8, 1, 1, 64, mr.SecurityNone, 0, 16})
 	return out
 }
 
@@ -116,6 +124,8 @@ type packetPath struct {
 	scatter   int              // > 0: a's threshold for NextPacketScatter
 	sc        mr.Scatter       // the last scattered packet
 	scattered int              // packets a sent with their payload by reference
+	coalesce  int              // > 1: a's datagrams carry up to this many packets
+	coalesced int              // packets a sent as follow-ons in another's datagram
 	tap       func(pkt []byte) // if set, sees every packet a sends, as on the wire
 }
 
@@ -135,7 +145,7 @@ func newPacketPath(tb testing.TB, sh packetPathShape) *packetPath {
 		}
 		return e
 	}
-	pp := &packetPath{tb: tb, msg: sh.msgLen(), scatter: sh.scatter}
+	pp := &packetPath{tb: tb, msg: sh.msgLen(), scatter: sh.scatter, coalesce: sh.coalesce}
 	pp.eps = []*mr.Endpoint{mk(1, sh.paths, false), mk(2, sh.paths, true)}
 	if sh.conns > 1 {
 		pp.eps = append(pp.eps, mk(3, 1, false), mk(4, 1, true))
@@ -212,8 +222,8 @@ func (pp *packetPath) round() {
 			if !ok {
 				break
 			}
-			if i == 0 && meta.Peer == 1 && pp.buf[1] == byte(mr.OpWrite) {
-				pp.data++
+			if i == 0 && meta.Peer == 1 {
+				pp.data += writesIn(pp.buf[:meta.Len])
 			}
 			if i == 0 && pp.tap != nil {
 				pp.tap(pp.buf[:meta.Len])
@@ -234,8 +244,20 @@ func (pp *packetPath) round() {
 // here (headers, payload from its place, trailer), as a driver copying
 // segments into its ring would: one payload copy, as in the copying form.
 func (pp *packetPath) next(i int, e *mr.Endpoint) (verbs.TxMeta, bool) {
-	if i != 0 || pp.scatter == 0 {
+	if i != 0 {
 		return e.NextPacket(pp.now, pp.buf)
+	}
+	if pp.scatter == 0 {
+		meta, ok := e.NextPacket(pp.now, pp.buf)
+		for k := 1; ok && k < pp.coalesce; k++ {
+			more, added := e.NextCoalesced(pp.now, pp.buf, meta.Len)
+			if !added {
+				break
+			}
+			pp.coalesced++
+			meta = more
+		}
+		return meta, ok
 	}
 	meta, ok := e.NextPacketScatter(pp.now, pp.buf, pp.scatter, &pp.sc)
 	if ok && pp.sc.Payload != nil {
@@ -248,6 +270,25 @@ func (pp *packetPath) next(i int, e *mr.Endpoint) (verbs.TxMeta, bool) {
 		pp.scattered++
 	}
 	return meta, ok
+}
+
+// writesIn counts the WRITE packets in datagram d, coalesced or not.
+func writesIn(d []byte) int {
+	if d[0] != mr.CoalesceMark {
+		if d[1] == byte(mr.OpWrite) {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for off := 1; off+2 < len(d); {
+		l := int(d[off])<<8 | int(d[off+1])
+		if d[off+2+1] == byte(mr.OpWrite) {
+			n++
+		}
+		off += 2 + l
+	}
+	return n
 }
 
 // run sends at least packets more WRITE packets, keeping ppDepth WRITEs
@@ -344,6 +385,9 @@ func TestPacketPathAllocs(t *testing.T) {
 			}
 			if sh.scatter > 0 && pp.scattered < pp.data {
 				t.Fatalf("%d of %d data packets scattered, want all", pp.scattered, pp.data)
+			}
+			if sh.coalesce > 1 && pp.coalesced*2 < pp.data {
+				t.Fatalf("%d of %d data packets sent as follow-ons, want half at least", pp.coalesced, pp.data)
 			}
 			pp.check()
 			if allocs != 0 {

@@ -361,13 +361,23 @@ func (c *Conn) buildNew(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if c.limit.blockedUntil(&c.ep.cfg, now, c.resend.Len()) > now {
 		return verbs.TxMeta{}, false
 	}
-	pi := c.pickPath()
+	var pi int
+	if c.ep.coal.building {
+		pi = c.coalescePath() // a follow-on shares its datagram's path (coalesce.go)
+	} else {
+		pi = c.pickPath()
+	}
 	if pi < 0 {
 		return verbs.TxMeta{}, false
 	}
 	p := &c.tx[pi]
+	turn := c.jobRR
 	c.jobRR = !c.jobRR
 	if c.jobRR && c.jobs.Len() > 0 {
+		if !c.coalesceFits(c.jobChunkLen(*c.jobs.Front())) {
+			c.jobRR = turn // a refused follow-on takes no turn
+			return verbs.TxMeta{}, false
+		}
 		return c.buildJobChunk(now, buf, p)
 	}
 	for tries := c.active.Len(); tries > 0; tries-- {
@@ -383,12 +393,29 @@ func (c *Conn) buildNew(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			continue
 		}
 		c.active.Push(q)
+		if !c.coalesceFits(c.msgChunkLen(m)) {
+			c.jobRR = turn
+			return verbs.TxMeta{}, false
+		}
 		return c.buildMsgChunk(now, buf, p, m)
 	}
-	if c.jobs.Len() > 0 {
+	if c.jobs.Len() > 0 && c.coalesceFits(c.jobChunkLen(*c.jobs.Front())) {
 		return c.buildJobChunk(now, buf, p)
 	}
 	return verbs.TxMeta{}, false
+}
+
+// msgChunkLen is the payload of m's next chunk.
+func (c *Conn) msgChunkLen(m *txMsg) uint32 {
+	if m.op == OpReadReq {
+		return 0
+	}
+	return min(m.length-m.segOff, uint32(c.mtu))
+}
+
+// jobChunkLen is the payload of READ response j's next chunk.
+func (c *Conn) jobChunkLen(j *readJob) uint32 {
+	return min(uint32(len(j.src))-j.segOff, uint32(c.mtu))
 }
 
 // pick runs the picker on plane.
@@ -416,10 +443,7 @@ func (q *QueuePair) nextToSegment() *txMsg {
 
 func (c *Conn) buildMsgChunk(now verbs.Time, buf []byte, p *txPath, m *txMsg) (verbs.TxMeta, bool) {
 	psn, s := c.occupy(now, p)
-	length := uint32(0)
-	if m.op != OpReadReq {
-		length = min(m.length-m.segOff, uint32(c.mtu))
-	}
+	length := c.msgChunkLen(m)
 	*s = txSlot{kind: slotData, msg: m, attempt: m.attempt, offset: m.segOff, length: length}
 	m.outstanding++
 	m.segOff += length
@@ -435,7 +459,7 @@ func (c *Conn) buildMsgChunk(now verbs.Time, buf []byte, p *txPath, m *txMsg) (v
 func (c *Conn) buildJobChunk(now verbs.Time, buf []byte, p *txPath) (verbs.TxMeta, bool) {
 	j := *c.jobs.Front()
 	psn, s := c.occupy(now, p)
-	length := min(uint32(len(j.src))-j.segOff, uint32(c.mtu))
+	length := c.jobChunkLen(j)
 	*s = txSlot{kind: slotReadResp, job: j, offset: j.segOff, length: length}
 	j.outstanding++
 	j.segOff += length

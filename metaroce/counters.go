@@ -37,6 +37,7 @@ type ConnCounters struct {
 	DataPacketsSent   uint64 // data-carrying packets (WRITE*, SEND*, READ_RESP), first sends
 	DataResent        uint64 // data-carrying packets resent (any cause)
 	PayloadPlaced     uint64 // payload bytes placed in memory, each byte of a message once
+	TxCoalesced       uint64 // packets sent as follow-ons in another's datagram (coalesce.go)
 	DuplicateChunks   uint64 // copies of an already-placed chunk that arrived on a new PSN (moved or resent), acknowledged but not placed again
 	CopiesCancelled   uint64 // moved copies not sent: the original's ACK came first
 	LastChunksHeld    uint64 // WRITE last chunks that came before the rest and waited to be placed last
@@ -80,6 +81,7 @@ type ConnCounters struct {
 // is found.
 type EndpointCounters struct {
 	RxPackets       uint64
+	RxCoalesced     uint64 // well-formed coalesced datagrams (their packets count in RxPackets)
 	CRCDrops        uint64
 	Malformed       uint64 // undecodable header or extension
 	UnknownConn     uint64

@@ -56,7 +56,8 @@ type Endpoint struct {
 
 	c EndpointCounters
 
-	scat scatterState // the NextPacketScatter call running, if any (scatter.go)
+	scat scatterState  // the NextPacketScatter call running, if any (scatter.go)
+	coal coalesceState // the datagram NextPacket last built (coalesce.go)
 }
 
 // NewEndpoint validates cfg (after Defaults) and returns an endpoint.
@@ -200,11 +201,23 @@ func (e *Endpoint) peerSeen(c *Conn) {
 	}
 }
 
-// Receive processes one packet from the wire. pkt is only read, and only
+// Receive processes one datagram from the wire: a packet, or several
+// coalesced in one (coalesce.go). pkt is only read, and only
 // during the call. Every packet is checked (CRC32C, header, extension,
 // connection, incarnation, keys, bounds) before anything is placed; what
 // fails is counted and dropped or answered.
 func (e *Endpoint) Receive(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
+	e.coal.c = nil
+	if len(pkt) > 0 && pkt[0] == CoalesceMark {
+		e.receiveCoalesced(now, pkt, rx)
+		return
+	}
+	e.receiveOne(now, pkt, rx)
+}
+
+// receiveOne handles one packet (alone in its datagram or split out of a
+// coalesced one).
+func (e *Endpoint) receiveOne(now verbs.Time, pkt []byte, rx verbs.RxMeta) {
 	e.c.RxPackets++
 	if len(pkt) > e.MaxPacketLen() {
 		e.c.Malformed++
@@ -357,6 +370,7 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	if len(buf) < e.MaxPacketLen() {
 		panic(fmt.Sprintf("metaroce: NextPacket buffer of %d bytes, need %d", len(buf), e.MaxPacketLen()))
 	}
+	e.coal.c = nil
 	if e.replies.Len() > 0 {
 		r := e.replies.Pop()
 		h := Header{Opcode: r.op, DstConn: r.dst, SrcConn: r.src, Incarnation: e.cfg.Incarnation, Timestamp: now}
@@ -369,6 +383,9 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
 		if meta, sent := c.produce(now, buf); sent {
+			if e.scat.out == nil || e.scat.out.Payload == nil {
+				e.coal.c, e.coal.path = c, meta.Path // it may take follow-ons (coalesce.go)
+			}
 			e.planeRR = (int(meta.Plane) + 1) % e.cfg.Planes
 			// Round robin: the connection goes to the back of the line,
 			// ready or not; a turn that finds nothing to send parks it.
@@ -394,6 +411,7 @@ func (e *Endpoint) NextDeadline() verbs.Time { return verbs.Time(e.sched.NextDea
 // re-probing, ACK delays, RNR back-offs, keepalives, peer-dead detection,
 // connect and close retries.
 func (e *Endpoint) OnTimer(now verbs.Time) {
+	e.coal.c = nil
 	e.sched.Expire(int64(now), func(c *Conn) {
 		c.onTimer(now)
 		e.touch(c, now)

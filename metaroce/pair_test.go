@@ -20,6 +20,10 @@ type wirePair struct {
 	// ordered by arrival time; equal times keep sending order).
 	extra func(from int, pkt []byte) verbs.Time
 	buf   []byte
+	// coalesce, when above 1, is how many packets each datagram may
+	// carry: after NextPacket the pair calls NextCoalesced up to
+	// coalesce-1 times (coalesce.go).
+	coalesce int
 }
 
 type inflight struct {
@@ -49,6 +53,13 @@ func (w *wirePair) step() bool {
 			meta, ok := e.NextPacket(w.now, w.buf)
 			if !ok {
 				break
+			}
+			for k := 1; k < w.coalesce; k++ {
+				more, ok := e.NextCoalesced(w.now, w.buf, meta.Len)
+				if !ok {
+					break
+				}
+				meta = more
 			}
 			pkt := append([]byte(nil), w.buf[:meta.Len]...)
 			if w.drop != nil && w.drop(i, pkt) {

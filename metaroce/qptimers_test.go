@@ -149,7 +149,7 @@ func TestQPRNRBudget(t *testing.T) {
 // every QP holding verbs.QPTimers, the steady state still allocates nothing.
 func TestPacketPathAllocsWithQPTimers(t *testing.T) {
 	defer mr.SetAggregateChecks(mr.SetAggregateChecks(false))
-	for _, sh := range []packetPathShape{{8, 1, 1, ppMTU, mr.SecurityNone, 0}, {64, 1024, 1, ppMTU, mr.SecurityNone, 0}} {
+	for _, sh := range []packetPathShape{{8, 1, 1, ppMTU, mr.SecurityNone, 0, 0}, {64, 1024, 1, ppMTU, mr.SecurityNone, 0, 0}} {
 		t.Run(sh.String(), func(t *testing.T) {
 			pp := newPacketPath(t, sh)
 			for _, q := range pp.qps {

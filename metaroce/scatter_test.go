@@ -25,7 +25,7 @@ func recordA(t *testing.T, sh packetPathShape, packets int) (*packetPath, [][]by
 // who copies the payload, not the packet (headers, CRC trailer).
 func TestScatterMatchesCopy(t *testing.T) {
 	for _, payload := range []int{256, 1024, ppMTU} {
-		sh := packetPathShape{8, 1, 1, payload, mr.SecurityNone, 0}
+		sh := packetPathShape{8, 1, 1, payload, mr.SecurityNone, 0, 0}
 		_, want := recordA(t, sh, 300)
 		_, again := recordA(t, sh, 300)
 		if len(want) != len(again) {
@@ -52,9 +52,9 @@ func TestScatterMatchesCopy(t *testing.T) {
 // nil), and the transfer still completes.
 func TestScatterThresholdAndSealedFallback(t *testing.T) {
 	for _, sh := range []packetPathShape{
-		{8, 1, 1, 256, mr.SecurityNone, 257},
-		{8, 1, 1, ppMTU, mr.SecurityAuth, 1},
-		{8, 1, 1, ppMTU, mr.SecurityEncrypt, 1},
+		{8, 1, 1, 256, mr.SecurityNone, 257, 0},
+		{8, 1, 1, ppMTU, mr.SecurityAuth, 1, 0},
+		{8, 1, 1, ppMTU, mr.SecurityEncrypt, 1, 0},
 	} {
 		pp := newPacketPath(t, sh)
 		pp.run(200)
@@ -70,7 +70,7 @@ func TestScatterThresholdAndSealedFallback(t *testing.T) {
 // delivering it.
 func oneWrite(t *testing.T, fill byte) (*packetPath, []byte, mr.Scatter, verbs.TxMeta) {
 	t.Helper()
-	pp := newPacketPath(t, packetPathShape{8, 1, 1, 1024, mr.SecurityNone, 1})
+	pp := newPacketPath(t, packetPathShape{8, 1, 1, 1024, mr.SecurityNone, 1, 0})
 	src := pp.src.Bytes()
 	for i := range src {
 		src[i] = fill

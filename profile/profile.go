@@ -110,6 +110,9 @@ type DPDK struct {
 	// core has ready (a due ACK) before handling the rest (0: 16, -1: only
 	// after the burst).
 	AckFlush int `key:"ack_flush"`
+	// Coalesce: the most packets one frame carries (0: the engine's
+	// default; 1: one per frame; docs/dpdk.md).
+	Coalesce int `key:"coalesce"`
 	RxDesc   int `key:"rx_desc"`
 	TxDesc   int `key:"tx_desc"`
 	// IdleSpin and MaxIdleSleep: a shard's idle back-off; IdlePoll: the

@@ -35,6 +35,9 @@ type Counters struct {
 	// AckFlushes: sends made in the middle of a receive burst, once
 	// Config.AckFlush frames of it were handled (shard.go flushMidBurst).
 	AckFlushes uint64
+	// Coalesced: packets sent as follow-ons in another packet's frame
+	// (Config.Coalesce, coalesce.go).
+	Coalesced uint64
 	// Commands: functions other goroutines handed to the shard (Do; a
 	// RunApp hands in one, to install its app, however long it runs).
 	Commands uint64

@@ -150,6 +150,10 @@ type Shard struct {
 	zcMin int
 	zcOn  bool // ext was set up (ext is nil again after the shard stops)
 	scats []metaroce.Scatter
+
+	// Coalescing (coalesce.go): nil coal when off.
+	coal     coalescer
+	coalesce int
 }
 
 // txDest is a port's last data destination: the peer the core named, the
@@ -195,6 +199,7 @@ func newShard(e *Engine, tr verbs.Transport, io shardIO, index int) (*Shard, err
 	if err := s.setupZeroCopy(cfg); err != nil {
 		return nil, err
 	}
+	s.setupCoalesce(cfg)
 	for _, p := range e.ports {
 		s.pend = append(s.pend, dpdk.NewMbufArray(4 * cfg.Burst)[:0])
 		udp := cfg.UDPPort + uint16(index)
@@ -808,14 +813,18 @@ func (s *Shard) transmit(now verbs.Time, timers bool) int {
 		m := s.spare[len(s.spare)-1]
 		var meta verbs.TxMeta
 		var ok bool
+		dgram := m.Room()[HdrLen : HdrLen+s.maxLen]
 		if s.ext != nil {
 			k := len(s.built)
-			meta, ok = s.scat.NextPacketScatter(now, m.Room()[HdrLen:HdrLen+s.maxLen], s.zcMin, &s.scats[k])
+			meta, ok = s.scat.NextPacketScatter(now, dgram, s.zcMin, &s.scats[k])
 		} else {
-			meta, ok = s.tr.NextPacket(now, m.Room()[HdrLen:HdrLen+s.maxLen])
+			meta, ok = s.tr.NextPacket(now, dgram)
 		}
 		if !ok {
 			break
+		}
+		if s.coal != nil && (s.ext == nil || s.scats[len(s.built)].Payload == nil) {
+			meta = s.coalesceInto(now, dgram, meta)
 		}
 		s.spare = s.spare[:len(s.spare)-1]
 		s.built = append(s.built, m)

@@ -54,6 +54,7 @@ func (e *Engine) Stats() (names []string, values []uint64) {
 		add(p+"idle_waits", c.IdleWaits)
 		add(p+"catch_up_polls", c.CatchUpPolls)
 		add(p+"ack_flushes", c.AckFlushes)
+		add(p+"coalesced", c.Coalesced)
 		add(p+"commands", c.Commands)
 		add(p+"zero_copy_sent", c.ZeroCopySent)
 		for i, v := range c.ZeroCopyFallback {

@@ -226,7 +226,7 @@ func (p *memifPair) transfer(x xfer, seed uint64) xferResult {
 
 	require.NoError(t, p.sh[1].Do(func(now verbs.Time) {
 		pd := p.ep[1].AllocPD()
-		cqb = verbs.NewCompletionQueue(64)
+		cqb = verbs.NewCompletionQueue(max(64, x.sendMsgs+8))
 		var err error
 		qb, err = cb.CreateQP(1, verbs.QPAttr{PD: pd, SendCQ: cqb, RecvCQ: cqb})
 		require.NoError(t, err)
@@ -243,7 +243,7 @@ func (p *memifPair) transfer(x xfer, seed uint64) xferResult {
 	}))
 	require.NoError(t, p.sh[0].Do(func(now verbs.Time) {
 		pd := p.ep[0].AllocPD()
-		cqa = verbs.NewCompletionQueue(64)
+		cqa = verbs.NewCompletionQueue(max(64, x.sendMsgs+8))
 		var err error
 		qa, err = ca.CreateQP(1, verbs.QPAttr{PD: pd, SendCQ: cqa, RecvCQ: cqa})
 		require.NoError(t, err)
@@ -350,8 +350,9 @@ func TestMemifTransfer(t *testing.T) {
 // fewer slots (8) than a burst (32), so a burst mixes packets sent by
 // reference with packets copied for want of a slot: the resends go out
 // from the region too. A second transfer from Go heap memory (not DPDK's)
-// must be copied, every qualifying packet counted. Once the engines stop,
-// nothing the driver was lent is still held.
+// must be copied, every qualifying packet counted. A third, of 64-byte
+// SENDs, goes out coalesced (Config.Coalesce 8), impaired alike. Once the
+// engines stop, nothing the driver was lent is still held.
 func TestMemifTransferImpaired(t *testing.T) {
 	cfg, err := LoadConfig(strings.NewReader("ports: [{name: x, ip: 10.0.0.1}]\nimpair: {loss: 0.02, reorder: 0.05, seed: 11}\n"))
 	require.NoError(t, err)
@@ -359,6 +360,7 @@ func TestMemifTransferImpaired(t *testing.T) {
 		c.UDPChecksum = "zero"
 		c.ZeroCopyMin = 256
 		c.ZeroCopySlots = 8
+		c.Coalesce = 8
 	}).withEndpoints(1024, 16)
 	for i := range p.sh {
 		require.True(t, p.sh[i].ZeroCopy(), "shard %d", i)
@@ -392,6 +394,16 @@ func TestMemifTransferImpaired(t *testing.T) {
 
 	p.goMem = true
 	p.transfer(xfer{writeN: 256 << 10, readN: 128 << 10}, 3)
+	// 64-byte SENDs, under the zero-copy threshold: built whole, so A's
+	// frames take follow-ons (coalesce 8), lost and reordered with them.
+	p.goMem = false
+	before, err := p.sh[0].Counters()
+	require.NoError(t, err)
+	p.transfer(xfer{sendN: 64 * 512, sendMsgs: 512}, 4)
+	after, err := p.sh[0].Counters()
+	require.NoError(t, err)
+	t.Logf("A: %d follow-on packets in %d frames for 512 SENDs", after.Coalesced-before.Coalesced, after.TxFrames-before.TxFrames)
+	require.Greater(t, after.Coalesced-before.Coalesced, uint64(256), "most small SENDs shared a frame")
 	for i := range p.eng {
 		p.eng[i].Stop()
 	}

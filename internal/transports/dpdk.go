@@ -13,7 +13,7 @@ import (
 func EngineConfig(d profile.DPDK, from, to int, t profile.Transport) dpdkengine.Config {
 	c := dpdkengine.Config{EAL: append([]string(nil), d.EAL...), UDPPort: uint16(d.UDPPort), Checksum: d.Checksum, UDPChecksum: d.UDPChecksum,
 		Impair:   dpdkengine.Impairment{Loss: d.Impair.Loss, Reorder: d.Impair.Reorder, Seed: uint64(d.Impair.Seed)},
-		PoolSize: d.PoolSize, DataRoom: d.DataRoom, Burst: d.Burst, AckFlush: d.AckFlush, RxDesc: d.RxDesc, TxDesc: d.TxDesc,
+		PoolSize: d.PoolSize, DataRoom: d.DataRoom, Burst: d.Burst, AckFlush: d.AckFlush, Coalesce: d.Coalesce, RxDesc: d.RxDesc, TxDesc: d.TxDesc,
 		IdleSpin: d.IdleSpin, MaxIdleSleep: d.MaxIdleSleep, IdlePoll: d.IdlePoll,
 		ZeroCopyMin: d.ZeroCopyMin, ZeroCopySlots: d.ZeroCopySlots}
 	k, known := Kinds[t]

@@ -8,7 +8,8 @@
 -- -o metaroce.udp_port:NNNN), or Decode As. Every field below is named
 -- metaroce.<field> for display filters (metaroce.opcode == 0x10, ...).
 -- The CRC32C trailer is shown, not verified; so are the sealed modes' tags
--- and MACs (security.mode auth and encrypt, docs/protocol.md §17).
+-- and MACs (security.mode auth and encrypt, docs/protocol.md §17). A
+-- coalesced datagram (§2.1) shows each of its packets in turn.
 
 local p = Proto("metaroce", "MetaRoCE")
 
@@ -92,7 +93,10 @@ f.ciphertext  = ProtoField.bytes("metaroce.ciphertext", "Enciphered body")
 local e_short = ProtoExpert.new("metaroce.short", "Packet too short", expert.group.MALFORMED, expert.severity.ERROR)
 local e_len = ProtoExpert.new("metaroce.length", "Length does not match the opcode", expert.group.MALFORMED, expert.severity.WARN)
 local e_version = ProtoExpert.new("metaroce.version_unknown", "Not version 2: receivers drop it (version 1 had a 40-byte message extension)", expert.group.PROTOCOL, expert.severity.WARN)
-p.experts = { e_short, e_len, e_version }
+local e_framing = ProtoExpert.new("metaroce.framing", "Malformed coalesced framing: receivers drop the whole datagram", expert.group.MALFORMED, expert.severity.ERROR)
+p.experts = { e_short, e_len, e_version, e_framing }
+f.coalesced   = ProtoField.uint8("metaroce.coalesced", "Coalesced packets")
+f.inner_len   = ProtoField.uint16("metaroce.inner_len", "Inner packet length")
 
 p.prefs.udp_port = Pref.uint("UDP port", 4794, "UDP destination port of MetaRoCE")
 
@@ -129,13 +133,14 @@ local function popcount_byte(b)
     return n
 end
 
-function p.dissector(buf, pinfo, tree)
+-- dissect_one shows one packet (alone in its datagram, or one of a
+-- coalesced datagram's) and returns its line for the Info column.
+local function dissect_one(buf, pinfo, tree)
     local len = buf:len()
-    pinfo.cols.protocol = "MetaRoCE"
     local t = tree:add(p, buf(), "MetaRoCE")
     if len < HDR + CRC then
         t:add_proto_expert_info(e_short)
-        return len
+        return "too short"
     end
     local op = buf(1, 1):uint()
     -- The trailer: the CRC32C, or in the sealed modes (§17.2) a PSK MAC
@@ -152,7 +157,7 @@ function p.dissector(buf, pinfo, tree)
     end
     if len < HDR + trl then
         t:add_proto_expert_info(e_short)
-        return len
+        return "too short"
     end
     local name = opcodes[op] or string.format("0x%02x", op)
     local ver = t:add(f.version, buf(0, 1))
@@ -318,7 +323,43 @@ function p.dissector(buf, pinfo, tree)
         t:add(f.pn, buf(e - 8, 8))
         info = info .. string.format(" pn %s", tostring(buf(e - 8, 8):uint64()))
     end
-    pinfo.cols.info = info
+    return info
+end
+
+-- A coalesced datagram (docs/protocol.md 2.1): 0xC2, then each packet
+-- after its 2-byte length. Its framing is checked as a receiver does;
+-- where it fails, the packets before the fault are shown and the rest is
+-- flagged (a receiver drops the whole datagram).
+local MARK = 0xC2
+
+function p.dissector(buf, pinfo, tree)
+    local len = buf:len()
+    pinfo.cols.protocol = "MetaRoCE"
+    if len == 0 or buf(0, 1):uint() ~= MARK then
+        pinfo.cols.info = dissect_one(buf, pinfo, tree)
+        return len
+    end
+    local t = tree:add(p, buf(), "MetaRoCE coalesced datagram")
+    local off, n, infos, bad = 1, 0, {}, false
+    while off < len do
+        local l = len - off >= 2 and buf(off, 2):uint() or 0
+        if l < HDR + CRC or l > len - off - 2 or buf(off + 2, 1):uint() == MARK then
+            bad = true
+            break
+        end
+        t:add(f.inner_len, buf(off, 2))
+        infos[#infos + 1] = dissect_one(buf(off + 2, l):tvb(), pinfo, tree)
+        off = off + 2 + l
+        n = n + 1
+    end
+    if n < 2 then
+        bad = true
+    end
+    t:add(f.coalesced, buf(0, 1), n)
+    if bad then
+        t:add_proto_expert_info(e_framing)
+    end
+    pinfo.cols.info = string.format("[%d coalesced%s] ", n, bad and ", malformed" or "") .. table.concat(infos, " | ")
     return len
 end
 
