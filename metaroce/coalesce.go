@@ -93,6 +93,20 @@ func coalescedCount(d []byte) int {
 	return n
 }
 
+// DatagramPackets returns how many packets the datagram d holds for
+// Receive: the count of a coalesced datagram whose framing is well formed,
+// and 1 for anything else (a lone packet, or a malformed framing, which
+// Receive drops whole). The datagram's length is not checked (Receive
+// drops one over MaxPacketLen whole too). An engine weighs its receive
+// bursts with it (dpdk.ack_flush counts packets, not frames). It walks
+// only the framing's length chain, at most len(d)/38 steps.
+func (e *Endpoint) DatagramPackets(d []byte) int {
+	if len(d) == 0 || d[0] != CoalesceMark {
+		return 1
+	}
+	return max(1, coalescedCount(d))
+}
+
 // receiveCoalesced splits a coalesced datagram and receives its packets
 // in order, all with the datagram's rx (its CE mark applies to each).
 func (e *Endpoint) receiveCoalesced(now verbs.Time, d []byte, rx verbs.RxMeta) {

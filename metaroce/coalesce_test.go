@@ -216,8 +216,14 @@ func TestCoalescedFramingHostile(t *testing.T) {
 		require.Equal(t, uint64(1), c.Malformed, name)
 		require.Equal(t, uint64(1), c.RxPackets, name)
 		require.Zero(t, c.RxCoalesced+c.CRCDrops, name)
+		if name != "over the maximum" {
+			require.Equal(t, 1, e.DatagramPackets(d), name) // its framing is bad: one datagram, dropped
+		}
 	}
 	e, _ := NewEndpoint(Config{Paths: 2, MTU: 1024})
+	require.Equal(t, 1, e.DatagramPackets(junk(40)))
+	require.Equal(t, 1, e.DatagramPackets(nil))
+	require.Equal(t, 3, e.DatagramPackets(frame(junk(40), junk(60), junk(80))))
 	e.Receive(0, frame(junk(40), junk(60), junk(80)), verbs.RxMeta{})
 	c := e.Counters()
 	require.Equal(t, uint64(1), c.RxCoalesced)
@@ -255,6 +261,7 @@ func FuzzCoalescedFraming(f *testing.F) {
 		}
 		e, err := NewEndpoint(Config{Paths: 2, MTU: 1024})
 		require.NoError(t, err)
+		require.Equal(t, max(1, n), e.DatagramPackets(d))
 		e.Receive(0, d, verbs.RxMeta{})
 		c := e.Counters()
 		if n == 0 || len(d) > e.MaxPacketLen() {
