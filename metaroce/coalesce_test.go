@@ -124,6 +124,62 @@ func TestCoalescedTransfer(t *testing.T) {
 	t.Logf("%d datagrams, %d coalesced, %d follow-on packets, %d lost", dgrams, coalesced, follow, lost)
 }
 
+// TestCoalesceWaitsForBacklog: SENDs posted in groups of k on an idle
+// connection. While fewer than coalesceBacklog packets are in flight
+// before a datagram, every data datagram goes alone: a group of 4 never
+// shares one. A group of 32 does once the first 8 are out, and no
+// datagram that starts with data was built with less in flight.
+func TestCoalesceWaitsForBacklog(t *testing.T) {
+	for _, k := range []int{4, coalesceBacklog, 32} {
+		w := newWirePair(t, Config{Paths: 1, MTU: 1024})
+		w.coalesce = 8
+		a, b := w.ep[0], w.ep[1]
+		ca, cb := w.connect(t)
+		pda, pdb := a.AllocPD(), b.AllocPD()
+		cqa, cqb := verbs.NewCompletionQueue(64), verbs.NewCompletionQueue(64)
+		qa, _ := ca.CreateQP(1, verbs.QPAttr{PD: pda, SendCQ: cqa, RecvCQ: cqa})
+		qb, _ := cb.CreateQP(1, verbs.QPAttr{PD: pdb, SendCQ: cqb, RecvCQ: cqb})
+		mra, _ := pda.RegisterMR(make([]byte, 64*k), 0)
+		mrb, _ := pdb.RegisterMR(make([]byte, 64*k), verbs.AccessLocalWrite)
+		var datagrams, coalesced int
+		w.drop = func(from int, d []byte) bool {
+			pkts := innerPackets(d)
+			var h Header
+			require.NoError(t, h.Decode(pkts[0]))
+			if from == 0 && h.Opcode.CarriesMsg() {
+				datagrams++
+				if len(pkts) > 1 {
+					coalesced++
+				}
+			}
+			return false
+		}
+		buf := make([]verbs.WorkCompletion, 64)
+		for round := 0; round < 5; round++ {
+			for i := 0; i < k; i++ {
+				require.NoError(t, qb.PostRecv(w.now, verbs.RecvWR{ID: uint64(i), Local: mrb.SGE(64*i, 64)}))
+				require.NoError(t, qa.PostSend(w.now, verbs.SendWR{ID: uint64(i), Opcode: verbs.WRSend, Local: mra.SGE(64*i, 64)}))
+			}
+			got := 0
+			w.runUntil(t, func() bool {
+				got += cqa.Poll(buf)
+				return got == k
+			}, w.now+1e9)
+			for cqb.Poll(buf) > 0 {
+			}
+		}
+		t.Logf("groups of %d: %d data datagrams, %d coalesced", k, datagrams, coalesced)
+		switch {
+		case k <= coalesceBacklog:
+			require.Zero(t, coalesced, "groups of %d", k)
+			require.Equal(t, 5*k, datagrams)
+		default:
+			require.Positive(t, coalesced, "groups of %d", k)
+			require.Less(t, datagrams, 5*k)
+		}
+	}
+}
+
 // TestCoalescedPingPongAckFirst: a responder whose ACK of a request is
 // due when its answer is posted sends both in one datagram, the ACK
 // first, so the requester sees its send complete before the answer
@@ -216,8 +272,14 @@ func TestCoalescedFramingHostile(t *testing.T) {
 		require.Equal(t, uint64(1), c.Malformed, name)
 		require.Equal(t, uint64(1), c.RxPackets, name)
 		require.Zero(t, c.RxCoalesced+c.CRCDrops, name)
+		if name != "over the maximum" {
+			require.Equal(t, 1, e.DatagramPackets(d), name) // its framing is bad: one datagram, dropped
+		}
 	}
 	e, _ := NewEndpoint(Config{Paths: 2, MTU: 1024})
+	require.Equal(t, 1, e.DatagramPackets(junk(40)))
+	require.Equal(t, 1, e.DatagramPackets(nil))
+	require.Equal(t, 3, e.DatagramPackets(frame(junk(40), junk(60), junk(80))))
 	e.Receive(0, frame(junk(40), junk(60), junk(80)), verbs.RxMeta{})
 	c := e.Counters()
 	require.Equal(t, uint64(1), c.RxCoalesced)
@@ -255,6 +317,7 @@ func FuzzCoalescedFraming(f *testing.F) {
 		}
 		e, err := NewEndpoint(Config{Paths: 2, MTU: 1024})
 		require.NoError(t, err)
+		require.Equal(t, max(1, n), e.DatagramPackets(d))
 		e.Receive(0, d, verbs.RxMeta{})
 		c := e.Counters()
 		if n == 0 || len(d) > e.MaxPacketLen() {

@@ -67,6 +67,9 @@ type Endpoint struct {
 	// by itself, by reason (half_open_evicted: unproven, dropped to make
 	// room; peer_restart: the peer came back with a new incarnation).
 	ConnectsRefused, Resets, ConnsFailed []Count
+	// RxCoalesced: well-formed coalesced datagrams received (metaroce;
+	// their packets count one by one wherever they go).
+	RxCoalesced uint64
 }
 
 // Conn is a copy of one connection's (metaroce) or QP's (rocev2) counters.
@@ -88,6 +91,9 @@ type Conn struct {
 	// KeyUpdates: key epochs the connection moved to, both directions
 	// (metaroce in security.mode auth or encrypt; 0 in none).
 	KeyUpdates uint64
+	// TxCoalesced: packets sent appended to another's datagram
+	// (metaroce, dpdk.coalesce), among TxPackets.
+	TxCoalesced uint64
 	// RateHintBps is the rate the peer asks this side to send at (0: no
 	// hint, not paced); Inflight its sequenced packets not yet acknowledged.
 	RateHintBps float64
@@ -180,6 +186,7 @@ var (
 	eRefused = counter("metaroce_endpoint_connects_refused_total", "Connection requests the transport endpoint refused, by reason.", "transport", "reason")
 	eResets  = counter("metaroce_endpoint_resets_total", "RESETs the transport endpoint would send, by outcome (sent; rate_limited, which counts the repeated CLOSE_ACKs sharing their limit too).", "transport", "outcome")
 	eFailed  = counter("metaroce_endpoint_conns_failed_total", "Connections the transport endpoint ended by itself, by reason.", "transport", "reason")
+	eRxCoal  = counter("metaroce_endpoint_rx_coalesced_datagrams_total", "Coalesced datagrams received well formed; their packets count one by one (metaroce).", "transport")
 	cRxDrop  = counter("metaroce_conn_rx_dropped_total", "Packets of a connection received and not placed, by reason.", "transport", "conn", "reason")
 	cTxXtra  = counter("metaroce_conn_tx_extra_packets_total", "Packets a connection sent beyond first transmissions and data resends, by reason.", "transport", "conn", "reason")
 
@@ -198,6 +205,7 @@ var (
 	cCancel   = counter("metaroce_conn_copies_cancelled_total", "Copies moved off a path and not sent: the original's ACK came first (metaroce).", "transport", "conn")
 	cHeld     = counter("metaroce_conn_last_chunks_held_total", "WRITE last chunks that came before the rest and were placed last (metaroce).", "transport", "conn")
 	cKeyUpd   = counter("metaroce_conn_key_updates_total", "Key epochs moved to, both directions (metaroce, security.mode auth or encrypt).", "transport", "conn")
+	cTxCoal   = counter("metaroce_conn_tx_coalesced_packets_total", "Packets sent appended to another packet's datagram (metaroce, dpdk.coalesce).", "transport", "conn")
 
 	pTx      = counter("metaroce_path_tx_packets_total", "Sequenced packets a path sent.", "transport", "conn", "path")
 	pTxBytes = counter("metaroce_path_tx_bytes_total", "Payload bytes a path sent.", "transport", "conn", "path")
@@ -214,8 +222,8 @@ var (
 	cInfl    = gauge("metaroce_conn_inflight_packets", "Sequenced packets not yet acknowledged.", "transport", "conn")
 )
 
-var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, bZCSent, bZCFall, eRxDrop, eRefused, eResets, eFailed, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
-	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, cCancel, cHeld, cKeyUpd, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
+var all = []desc{bTxPackets, bTxBytes, bTxErrors, bRxPackets, bRxBytes, bRxCE, bRxDrop, bLoop, bZCSent, bZCFall, eRxDrop, eRefused, eResets, eFailed, eRxCoal, cRxDrop, cTxXtra, cTx, cTxBytes, cRx, cRxBytes,
+	cData, cResent, cPlaced, cPathFail, cTimeouts, cRetries, cMsgs, cSpurious, cCancel, cHeld, cKeyUpd, cTxCoal, pTx, pTxBytes, pRx, pRetx, pCE, pFail, pSRTT, pFailed,
 	pWindow, pRestore, pReroll, cHint, cInfl}
 
 // Describe implements prometheus.Collector.
@@ -268,6 +276,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, n := range e.ConnsFailed {
 			emit(eFailed, float64(n.N), t, n.Reason)
 		}
+		emit(eRxCoal, float64(e.RxCoalesced), t)
 	}
 	for t, conns := range c.conns {
 		for _, k := range conns {
@@ -286,6 +295,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(cCancel, float64(k.CopiesCancelled), t, k.ID)
 			emit(cHeld, float64(k.LastChunksHeld), t, k.ID)
 			emit(cKeyUpd, float64(k.KeyUpdates), t, k.ID)
+			emit(cTxCoal, float64(k.TxCoalesced), t, k.ID)
 			for _, n := range k.RxDropped {
 				emit(cRxDrop, float64(n.N), t, k.ID, n.Reason)
 			}

@@ -12,12 +12,12 @@ import (
 func TestCollectorNamesAndValues(t *testing.T) {
 	c := NewCollector()
 	c.SetBackend("metaroce", func() Backend { return Backend{TxPackets: 10, RxInjectedDrops: 3} })
-	c.SetConns("metaroce", []Conn{{ID: "1", DataResent: 4, RateHintBps: 25e9, CopiesCancelled: 13, LastChunksHeld: 14, KeyUpdates: 19,
+	c.SetConns("metaroce", []Conn{{ID: "1", DataResent: 4, RateHintBps: 25e9, CopiesCancelled: 13, LastChunksHeld: 14, KeyUpdates: 19, TxCoalesced: 21,
 		RxDropped: []Count{{"duplicate", 5}, {"stale_generation", 6}}, TxExtra: []Count{{"moved", 8}},
 		Paths: []Path{{TxPackets: 7, SRTT: 20 * time.Microsecond, Window: 12}}}})
 	c.SetEndpoint("metaroce", Endpoint{RxDropped: []Count{{"crc", 2}, {"unknown_conn", 9}},
 		ConnectsRefused: []Count{{"max_conns", 15}, {"per_peer", 16}}, Resets: []Count{{"rate_limited", 17}},
-		ConnsFailed: []Count{{"half_open_evicted", 18}}})
+		ConnsFailed: []Count{{"half_open_evicted", 18}}, RxCoalesced: 20})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	n, err := testutil.GatherAndCount(reg)
@@ -25,9 +25,9 @@ func TestCollectorNamesAndValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 11 backend series, 2 endpoint drop reasons, 2 refusal reasons, 1
-	// reset outcome, 1 failure reason, 17 per connection and its 3
-	// reasons, 12 per path.
-	if n != 11+2+2+1+1+17+3+12 {
+	// reset outcome, 1 failure reason, 1 coalesced count, 18 per
+	// connection and its 3 reasons, 12 per path.
+	if n != 11+2+2+1+1+1+18+3+12 {
 		t.Fatalf("%d series", n)
 	}
 	want := `
@@ -74,11 +74,18 @@ metaroce_conn_last_chunks_held_total{conn="1",transport="metaroce"} 14
 # HELP metaroce_conn_key_updates_total Key epochs moved to, both directions (metaroce, security.mode auth or encrypt).
 # TYPE metaroce_conn_key_updates_total counter
 metaroce_conn_key_updates_total{conn="1",transport="metaroce"} 19
+# HELP metaroce_endpoint_rx_coalesced_datagrams_total Coalesced datagrams received well formed; their packets count one by one (metaroce).
+# TYPE metaroce_endpoint_rx_coalesced_datagrams_total counter
+metaroce_endpoint_rx_coalesced_datagrams_total{transport="metaroce"} 20
+# HELP metaroce_conn_tx_coalesced_packets_total Packets sent appended to another packet's datagram (metaroce, dpdk.coalesce).
+# TYPE metaroce_conn_tx_coalesced_packets_total counter
+metaroce_conn_tx_coalesced_packets_total{conn="1",transport="metaroce"} 21
 `), "metaroce_conn_data_resent_total", "metaroce_path_srtt_seconds", "metaroce_path_window_packets",
 		"metaroce_conn_rate_hint_bytes_per_second", "metaroce_conn_rx_dropped_total", "metaroce_conn_tx_extra_packets_total",
 		"metaroce_endpoint_rx_dropped_total", "metaroce_endpoint_connects_refused_total", "metaroce_endpoint_resets_total",
 		"metaroce_endpoint_conns_failed_total", "metaroce_conn_copies_cancelled_total",
-		"metaroce_conn_last_chunks_held_total", "metaroce_conn_key_updates_total"); err != nil {
+		"metaroce_conn_last_chunks_held_total", "metaroce_conn_key_updates_total",
+		"metaroce_endpoint_rx_coalesced_datagrams_total", "metaroce_conn_tx_coalesced_packets_total"); err != nil {
 		t.Fatal(err)
 	}
 	// Lint: names, units and _total suffixes.

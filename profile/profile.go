@@ -65,6 +65,9 @@ type UDP struct {
 	Burst int `key:"burst"`
 	// SocketBuffer is SO_RCVBUF/SO_SNDBUF in bytes.
 	SocketBuffer int `key:"socket_buffer"`
+	// Coalesce: the most packets one datagram carries (0: the backend's
+	// default, 8; 1: one per datagram; engine/udp.Config.Coalesce).
+	Coalesce int `key:"coalesce"`
 	// DSCP of every packet sent.
 	DSCP int `key:"dscp"`
 	// Loss is the injected receive-path loss probability (0..1).
@@ -106,9 +109,9 @@ type DPDK struct {
 	DataRoom int `key:"data_room"`
 	// Burst is packets per rx/tx burst; RxDesc, TxDesc descriptors per queue.
 	Burst int `key:"burst"`
-	// AckFlush: after this many frames of a receive burst, send what the
-	// core has ready (a due ACK) before handling the rest (0: 16, -1: only
-	// after the burst).
+	// AckFlush: after this many packets of a receive burst (a coalesced
+	// frame counts each it holds), send what the core has ready (a due
+	// ACK) before handling the rest (0: 16, -1: only after the burst).
 	AckFlush int `key:"ack_flush"`
 	// Coalesce: the most packets one frame carries (0: the engine's
 	// default; 1: one per frame; docs/dpdk.md).

@@ -46,6 +46,7 @@ func (c *Config) Validate() error {
 		{"udp.rocev2_port", u.RoCEv2Port, 0, 65535},
 		{"udp.burst", u.Burst, 1, 1024},
 		{"udp.socket_buffer", u.SocketBuffer, 0, 1 << 30},
+		{"udp.coalesce", u.Coalesce, 0, 64},
 		{"udp.dscp", u.DSCP, 0, 63},
 		{"udp.seed", u.Seed, 0, 1 << 62},
 		{"dpdk.udp_port", c.DPDK.UDPPort, 0, 65535},

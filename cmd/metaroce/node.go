@@ -24,7 +24,7 @@ func openBackend(cfg profile.Config, t profile.Transport, ip netip.Addr, port in
 	case profile.BackendUDP:
 		u := cfg.UDP
 		b, err := udp.New(udp.Config{Addr: netip.AddrPortFrom(ip, uint16(port)), Burst: u.Burst,
-			SocketBuffer: u.SocketBuffer, DSCP: uint8(u.DSCP), Loss: u.Loss, Seed: uint64(u.Seed)})
+			SocketBuffer: u.SocketBuffer, DSCP: uint8(u.DSCP), Loss: u.Loss, Seed: uint64(u.Seed), Coalesce: u.Coalesce})
 		if err != nil {
 			return nil, err
 		}

@@ -170,10 +170,15 @@ func drive(n *node, r runner, stop func() bool, prog *progress, test string) (pe
 		if interrupted && time.Now().After(giveUp) {
 			return true, nil
 		}
-		r.pump()
+		// Completions first, then posts: a post that waited for this
+		// step's completions goes out in this iteration's send, not after
+		// the backend's idle wait (the udp backend sleeps up to 1 ms when
+		// a step sent and received nothing, which capped send_bw -t 4 at
+		// about 4 K messages/s).
 		for _, wc := range n.poll() {
 			r.onWC(wc)
 		}
+		r.pump()
 		if err := r.failure(); err != nil {
 			return false, err
 		}

@@ -67,7 +67,8 @@ func metaroceEndpoint(d verbs.Device) metrics.Endpoint {
 			{Reason: "per_peer", N: c.RefusedPerPeer}, {Reason: "backlog", N: c.RefusedBacklog},
 			{Reason: "not_accepting", N: c.RefusedNotAccepting}},
 		Resets:      []metrics.Count{{Reason: "sent", N: c.ResetsSent}, {Reason: "rate_limited", N: c.ResetsLimited}},
-		ConnsFailed: []metrics.Count{{Reason: "half_open_evicted", N: c.HalfOpenEvicted}, {Reason: "peer_restart", N: c.PeerRestarts}}}
+		ConnsFailed: []metrics.Count{{Reason: "half_open_evicted", N: c.HalfOpenEvicted}, {Reason: "peer_restart", N: c.PeerRestarts}},
+		RxCoalesced: c.RxCoalesced}
 }
 
 // rocev2Endpoint: unknown_conn is a packet for a QP that is not open,
@@ -96,7 +97,7 @@ func metaroceSnapshot(ss []verbs.Session) []metrics.Conn {
 			PayloadPlaced: c.PayloadPlaced, PathFailures: c.PathFailures, RNRRetries: c.RNRRetries,
 			Messages: c.MessagesSent, MessagesReceived: c.MessagesReceived, CRCDrops: c.CRCDrops,
 			SpuriousTimeouts: c.SpuriousTimeouts, CopiesCancelled: c.CopiesCancelled, LastChunksHeld: c.LastChunksHeld,
-			KeyUpdates:  c.KeyUpdates,
+			KeyUpdates: c.KeyUpdates, TxCoalesced: c.TxCoalesced,
 			RateHintBps: m.RateHintBps(), Inflight: m.Inflight()}
 		// The path counters of every path the connection has (not only
 		// the first MaxPaths shown per path) add up to its totals.

@@ -17,8 +17,9 @@ import (
 // the receiver finds them waiting in its ring and reads them in full
 // bursts of 32. It checks that every SEND completes at both ends with its
 // bytes in place, and returns the sends the receiver made in the middle
-// of a burst (Counters.AckFlushes) meanwhile.
-func ackFlushRound(t *testing.T, p *memifPair, from int) uint64 {
+// of a burst (Counters.AckFlushes) meanwhile and the packets the sender
+// sent as follow-ons in coalesced frames.
+func ackFlushRound(t *testing.T, p *memifPair, from int) (flushes, coalesced uint64) {
 	const msgs, size = 64, 64
 	to := 1 - from
 	var conn [2]*metaroce.Conn
@@ -49,6 +50,8 @@ func ackFlushRound(t *testing.T, p *memifPair, from int) uint64 {
 		}))
 	}
 	c0, err := p.sh[to].Counters()
+	require.NoError(t, err)
+	s0, err := p.sh[from].Counters()
 	require.NoError(t, err)
 
 	// Hold the receiver, then let the sender fill its ring.
@@ -82,19 +85,27 @@ func ackFlushRound(t *testing.T, p *memifPair, from int) uint64 {
 	require.Equal(t, src, dst, "every message where it belongs")
 	c1, err := p.sh[to].Counters()
 	require.NoError(t, err)
-	flushes := c1.AckFlushes - c0.AckFlushes
-	t.Logf("receiver %d: %d frames in %d driver calls, %d sends in the middle of a burst",
+	s1, err := p.sh[from].Counters()
+	require.NoError(t, err)
+	flushes = c1.AckFlushes - c0.AckFlushes
+	t.Logf("sender %d: %d frames, %d packets as follow-ons; receiver %d: %d frames in %d driver calls, %d sends in the middle of a burst",
+		from, s1.TxFrames-s0.TxFrames, s1.Coalesced-s0.Coalesced,
 		to, c1.RxFrames-c0.RxFrames, c1.DriverCalls-c0.DriverCalls, flushes)
-	return flushes
+	return flushes, s1.Coalesced - s0.Coalesced
 }
 
 // testAckFlush runs on a pair whose end A has ack_flush -1 and end B the
-// default (16): B, receiving full bursts, sends the ACK the first 16
-// messages of a burst asked for before it handles the rest; A never sends
-// in the middle of a burst.
+// default (16), both coalescing by default: B, receiving full bursts,
+// sends the ACK the first 16 packets of a burst asked for before it
+// handles the rest; A never sends in the middle of a burst. Some of the
+// SENDs go as follow-ons (the rest are resends while B is held, which
+// never share a frame), so B's bursts mix coalesced frames and lone ones.
 func testAckFlush(t *testing.T, p *memifPair) {
 	require.Equal(t, -1, p.eng[0].cfg.AckFlush)
 	require.Equal(t, 16, p.eng[1].cfg.AckFlush, "the default")
-	require.NotZero(t, ackFlushRound(t, p, 0), "B read full bursts after the hold and sent an ACK in their middle")
-	require.Zero(t, ackFlushRound(t, p, 1), "A (ack_flush -1) sent nothing in the middle of a burst")
+	flushes, coalesced := ackFlushRound(t, p, 0)
+	require.NotZero(t, flushes, "B read full bursts after the hold and sent an ACK in their middle")
+	require.NotZero(t, coalesced, "A coalesced some of the SENDs")
+	flushes, _ = ackFlushRound(t, p, 1)
+	require.Zero(t, flushes, "A (ack_flush -1) sent nothing in the middle of a burst")
 }

@@ -73,27 +73,26 @@ type Config struct {
 	DataRoom int `yaml:"data_room"`
 	// Burst is the rx/tx burst size. Default 32.
 	Burst int `yaml:"burst"`
-	// AckFlush: after every AckFlush frames of a receive burst, the
-	// shard hands what it has to the core and sends at once what the core
-	// has ready then (an ACK due at once, for a message's last packet),
-	// before it handles the rest of the burst. A sender whose whole
+	// AckFlush: once AckFlush packets of a receive burst are queued (a
+	// coalesced frame counts every packet it holds), the shard hands
+	// them to the core and sends at once what the core has ready then
+	// (an ACK due at once, for a message's last packet), before it
+	// handles the rest of the burst. A sender whose whole
 	// window arrives in one burst otherwise waits for the burst's last
 	// frame to be handled before the first ACK leaves, and sits idle
 	// meanwhile: the two ends take turns instead of overlapping (64 B
 	// messages, 32 outstanding, over memif: about 1.1 M messages/s with
-	// one ACK per burst, 1.4 to 1.8 M with AckFlush 16; docs/dpdk.md). Default
-	// 16; -1: only after the whole burst.
+	// one ACK per burst, 1.4 to 1.8 M with AckFlush 16; docs/dpdk.md).
+	// Default 16; -1: only after the whole burst.
 	AckFlush int `yaml:"ack_flush"`
 	// Coalesce is the most packets one frame carries: above 1, a frame
 	// the core built may take more packets of the same connection (new
 	// data on the same path, within the connection's largest packet;
 	// metaroce/coalesce.go), which saves a frame's cost per small
-	// message where frames are expensive. 0 (the default) chooses by
-	// port: AutoCoalesce where a port is af_packet, whose every frame
-	// costs the sending core a kernel crossing (64 B messages with 32
-	// outstanding: about 3.5x the messages/s), and 1 elsewhere (over
-	// memif coalescing measured 10 to 20% slower: docs/dpdk.md). 1: one
-	// packet per frame.
+	// message. 0 (the default) is AutoCoalesce: 64 B messages with 32
+	// outstanding measured about 3.5x the messages/s over af_packet, whose
+	// every frame costs the sending core a kernel crossing, and about
+	// 1.3x over memif (docs/dpdk.md). 1: one packet per frame.
 	Coalesce int `yaml:"coalesce"`
 	// RxDesc and TxDesc are the descriptors per queue. Default 1024.
 	RxDesc int `yaml:"rx_desc"`
@@ -127,8 +126,8 @@ type Config struct {
 	ZeroCopySlots int `yaml:"zero_copy_slots"`
 }
 
-// AutoCoalesce is the packets per frame at most on a shard with an
-// af_packet port when the configuration leaves Coalesce 0.
+// AutoCoalesce is the packets per frame at most when the configuration
+// leaves Coalesce 0.
 const AutoCoalesce = 8
 
 // DefaultZeroCopyMin is the zero-copy threshold the CLI uses unless a

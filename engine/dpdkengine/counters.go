@@ -33,7 +33,7 @@ type Counters struct {
 	// after a full burst or a long step (shard.go catchUp).
 	CatchUpPolls uint64
 	// AckFlushes: sends made in the middle of a receive burst, once
-	// Config.AckFlush frames of it were handled (shard.go flushMidBurst).
+	// Config.AckFlush packets of it were handled (shard.go flushMidBurst).
 	AckFlushes uint64
 	// Coalesced: packets sent as follow-ons in another packet's frame
 	// (Config.Coalesce, coalesce.go).

@@ -30,9 +30,6 @@ type port struct {
 	// ifIndex: the kernel interface of an af_packet port (0 otherwise),
 	// whose packet sockets' ring drops the engine reads (afpacket.go).
 	ifIndex int
-	// afPacket: the port is an af_packet one, whose every frame costs the
-	// sending core a kernel crossing (coalesce.go).
-	afPacket bool
 
 	txIPOffload, txUDPOffload bool
 	rxIPOffload, rxUDPOffload bool
@@ -140,7 +137,7 @@ func (e *Engine) openPort(pc PortConfig) (*port, error) {
 	ip, bits, _ := parseCIDR(pc.IP)
 	p := &port{id: id, name: pc.Name, ip: ip, bits: bits, queues: pc.Queues, gw: noGateway}
 	if info.Driver == "net_af_packet" {
-		p.ifIndex, p.afPacket = info.IfIndex, true
+		p.ifIndex = info.IfIndex
 	}
 	if pc.Gateway != "" {
 		gw, _ := parseIP(pc.Gateway)

@@ -76,7 +76,7 @@ type Shard struct {
 	neigh    *neighbours
 	imp      *impairer
 	burst    int
-	ackFlush int // Config.AckFlush: frames of a burst before flushMidBurst (-1: never)
+	ackFlush int // Config.AckFlush: packets of a burst before flushMidBurst (-1: never)
 	maxLen   int
 
 	// Burst arrays live in C memory (dpdk.NewMbufArray) and never grow
@@ -140,6 +140,7 @@ type Shard struct {
 	// for the core (rxq), packets the core wrote and their metadata
 	// (built, metas) waiting for headers. Capacity one burst each.
 	rxq   []rxItem
+	rxqN  int // packets in rxq (a coalesced frame counts all it holds)
 	built []*dpdk.Mbuf
 	metas []verbs.TxMeta
 
@@ -154,6 +155,7 @@ type Shard struct {
 	// Coalescing (coalesce.go): nil coal when off.
 	coal     coalescer
 	coalesce int
+	weigh    func([]byte) int // packets in a received datagram; nil: 1 each
 }
 
 // txDest is a port's last data destination: the peer the core named, the
@@ -554,7 +556,7 @@ func (s *Shard) poll(now verbs.Time, spin verbs.Time) (int, verbs.Time) {
 			if !s.handle(now, i, m) {
 				s.rxDone = append(s.rxDone, m)
 			}
-			if s.ackFlush > 0 && (k+1)%s.ackFlush == 0 && k+1 < n {
+			if s.ackFlush > 0 && s.rxqN >= s.ackFlush && k+1 < n {
 				now = s.flushMidBurst(now)
 			}
 		}
@@ -679,6 +681,7 @@ func (s *Shard) receiveQueued(now verbs.Time) {
 		q.payload = nil
 	}
 	s.rxq = s.rxq[:0]
+	s.rxqN = 0
 }
 
 // handle processes one received frame. It returns true when it kept the
@@ -758,6 +761,11 @@ func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
 		s.c.RxNoUDPChecksum++
 	}
 	s.rxq = append(s.rxq, rxItem{payload: f.Payload, meta: verbs.RxMeta{Peer: peer, Plane: verbs.PlaneID(i), CE: f.CE}})
+	if s.weigh != nil {
+		s.rxqN += s.weigh(f.Payload)
+	} else {
+		s.rxqN++
+	}
 }
 
 // onARP answers requests for our address (rewriting the request mbuf into

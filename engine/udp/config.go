@@ -42,7 +42,20 @@ type Config struct {
 	// netpoller, which rounds a wait under 1 ms up to 1 ms and can only
 	// be woken through the Go scheduler (wake.go).
 	Wakeable bool
+	// Coalesce is the most packets one datagram carries: above 1, a
+	// datagram the transport built may take more packets of the same
+	// connection (new data on the same path, within the connection's
+	// largest packet; metaroce/coalesce.go), so that small messages share
+	// a datagram and with it the kernel's per-datagram cost (the whole UDP
+	// send and receive path, per sendmmsg and recvmmsg entry). 0 (the default)
+	// is AutoCoalesce; 1: one packet per datagram. A transport that cannot
+	// coalesce (rocev2) sends one packet per datagram whatever it is.
+	Coalesce int
 }
+
+// AutoCoalesce is the packets per datagram at most when Config.Coalesce
+// is 0, as in the DPDK engine (dpdk.coalesce).
+const AutoCoalesce = 8
 
 // withDefaults returns c with zero fields set.
 func (c Config) withDefaults() Config {
@@ -57,6 +70,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleWait == 0 {
 		c.IdleWait = time.Millisecond
+	}
+	if c.Coalesce == 0 {
+		c.Coalesce = AutoCoalesce
 	}
 	return c
 }
@@ -76,6 +92,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("udp: Loss = %v, want 0..1", c.Loss)
 	case c.SocketBuffer < 0:
 		return fmt.Errorf("udp: SocketBuffer = %d, want >= 0", c.SocketBuffer)
+	case c.Coalesce < 0 || c.Coalesce > 64:
+		return fmt.Errorf("udp: Coalesce = %d, want 0..64", c.Coalesce)
 	case c.IdleWait < 0 || c.IdleWait > time.Second:
 		return fmt.Errorf("udp: IdleWait = %v, want 0..1s", c.IdleWait)
 	}

@@ -19,6 +19,11 @@
 //     (still one port per path), and SocketStats.PortFallbacks counts that.
 //     Packets go out with sendmmsg, batched per socket; the ECN field is
 //     set with IP_TOS (ECT(0) when TxMeta.ECT).
+//   - Small packets share datagrams (Config.Coalesce, 8 at most by
+//     default): after the transport built a datagram, the backend asks it
+//     for more packets of the same connection and path to append
+//     (metaroce.Endpoint.NextCoalesced), so that 64-byte messages pay the
+//     kernel's per-datagram cost once per eight.
 //   - Peers are named by PeerHandle; AddPeer maps a handle to the peer's
 //     receive address. An arriving packet's peer is found from its source
 //     IP address, so two peers need two addresses (on one machine: two
