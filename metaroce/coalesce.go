@@ -71,10 +71,6 @@ type coalesceState struct {
 	// and sizes as usual.
 	building bool
 	cap      int
-	// data: the datagram's first packet was sequenced (data, a NOP),
-	// and backlog the connection's packets in flight before it.
-	data    bool
-	backlog int
 }
 
 // coalesceBacklog is the fewest packets a connection must have in flight
@@ -87,6 +83,14 @@ type coalesceState struct {
 // with an ACK takes follow-ons whatever the backlog: the ACK was not
 // pipelined data (a ping-pong's answer rides with the ACK of the request).
 const coalesceBacklog = 8
+
+// roundTripBound reports whether a datagram whose first packet took the
+// connection's packets in flight from before to after started with data
+// (it was sequenced) on a window shorter than coalesceBacklog: such a
+// datagram takes no follow-ons.
+func roundTripBound(before, after int) bool {
+	return after > before && before < coalesceBacklog
+}
 
 // coalescedCount returns the number of packets the coalesced datagram d
 // (d[0] == CoalesceMark) carries, or 0 when its framing is malformed: a
@@ -194,9 +198,6 @@ func (c *Conn) coalescible(now verbs.Time) bool {
 		return false
 	}
 	if c.ackList.Len() > 0 && c.ackDueNow(now) {
-		return false
-	}
-	if c.ep.coal.data && c.ep.coal.backlog < coalesceBacklog {
 		return false
 	}
 	return !c.limit.paced(now)
