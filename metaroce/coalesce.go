@@ -100,20 +100,31 @@ func roundTripBound(before, after int) bool {
 func coalescedCount(d []byte) int {
 	n := 0
 	for off := 1; off < len(d); n++ {
-		if len(d)-off < CoalesceLenLen {
+		var pkt []byte
+		if pkt, off = innerAt(d, off); pkt == nil {
 			return 0
 		}
-		l := int(binary.BigEndian.Uint16(d[off:]))
-		off += CoalesceLenLen
-		if l < minInnerLen || l > len(d)-off || d[off] == CoalesceMark {
-			return 0
-		}
-		off += l
 	}
 	if n < 2 {
 		return 0
 	}
 	return n
+}
+
+// innerAt returns the inner packet whose length is at d[off:] and the
+// offset after it, or nil when the framing breaks there: the length runs
+// past the end or is cut short, the packet is shorter than a header and
+// CRC, or it is itself coalesced. Every walk of the framing steps with it.
+func innerAt(d []byte, off int) (pkt []byte, next int) {
+	if len(d)-off < CoalesceLenLen {
+		return nil, len(d)
+	}
+	l := int(binary.BigEndian.Uint16(d[off:]))
+	off += CoalesceLenLen
+	if l < minInnerLen || l > len(d)-off || d[off] == CoalesceMark {
+		return nil, len(d)
+	}
+	return d[off : off+l : off+l], off + l
 }
 
 // DatagramPackets returns how many packets the datagram d holds for
@@ -140,10 +151,9 @@ func (e *Endpoint) receiveCoalesced(now verbs.Time, d []byte, rx verbs.RxMeta) {
 	}
 	e.c.RxCoalesced++
 	for off := 1; off < len(d); {
-		l := int(binary.BigEndian.Uint16(d[off:]))
-		off += CoalesceLenLen
-		e.receiveOne(now, d[off:off+l:off+l], rx)
-		off += l
+		var pkt []byte
+		pkt, off = innerAt(d, off) // never nil: coalescedCount walked it
+		e.receiveOne(now, pkt, rx)
 	}
 }
 
