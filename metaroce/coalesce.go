@@ -71,10 +71,6 @@ type coalesceState struct {
 	// and sizes as usual.
 	building bool
 	cap      int
-	// data: the datagram's first packet was sequenced (data, a NOP),
-	// and backlog the connection's packets in flight before it.
-	data    bool
-	backlog int
 }
 
 // coalesceBacklog is the fewest packets a connection must have in flight
@@ -88,6 +84,14 @@ type coalesceState struct {
 // pipelined data (a ping-pong's answer rides with the ACK of the request).
 const coalesceBacklog = 8
 
+// roundTripBound reports whether a datagram whose first packet took the
+// connection's packets in flight from before to after started with data
+// (it was sequenced) on a window shorter than coalesceBacklog: such a
+// datagram takes no follow-ons.
+func roundTripBound(before, after int) bool {
+	return after > before && before < coalesceBacklog
+}
+
 // coalescedCount returns the number of packets the coalesced datagram d
 // (d[0] == CoalesceMark) carries, or 0 when its framing is malformed: a
 // length that runs past the end, an inner packet shorter than a header and
@@ -96,20 +100,31 @@ const coalesceBacklog = 8
 func coalescedCount(d []byte) int {
 	n := 0
 	for off := 1; off < len(d); n++ {
-		if len(d)-off < CoalesceLenLen {
+		var pkt []byte
+		if pkt, off = innerAt(d, off); pkt == nil {
 			return 0
 		}
-		l := int(binary.BigEndian.Uint16(d[off:]))
-		off += CoalesceLenLen
-		if l < minInnerLen || l > len(d)-off || d[off] == CoalesceMark {
-			return 0
-		}
-		off += l
 	}
 	if n < 2 {
 		return 0
 	}
 	return n
+}
+
+// innerAt returns the inner packet whose length is at d[off:] and the
+// offset after it, or nil when the framing breaks there: the length runs
+// past the end or is cut short, the packet is shorter than a header and
+// CRC, or it is itself coalesced. Every walk of the framing steps with it.
+func innerAt(d []byte, off int) (pkt []byte, next int) {
+	if len(d)-off < CoalesceLenLen {
+		return nil, len(d)
+	}
+	l := int(binary.BigEndian.Uint16(d[off:]))
+	off += CoalesceLenLen
+	if l < minInnerLen || l > len(d)-off || d[off] == CoalesceMark {
+		return nil, len(d)
+	}
+	return d[off : off+l : off+l], off + l
 }
 
 // DatagramPackets returns how many packets the datagram d holds for
@@ -136,10 +151,9 @@ func (e *Endpoint) receiveCoalesced(now verbs.Time, d []byte, rx verbs.RxMeta) {
 	}
 	e.c.RxCoalesced++
 	for off := 1; off < len(d); {
-		l := int(binary.BigEndian.Uint16(d[off:]))
-		off += CoalesceLenLen
-		e.receiveOne(now, d[off:off+l:off+l], rx)
-		off += l
+		var pkt []byte
+		pkt, off = innerAt(d, off) // never nil: coalescedCount walked it
+		e.receiveOne(now, pkt, rx)
 	}
 }
 
@@ -194,9 +208,6 @@ func (c *Conn) coalescible(now verbs.Time) bool {
 		return false
 	}
 	if c.ackList.Len() > 0 && c.ackDueNow(now) {
-		return false
-	}
-	if c.ep.coal.data && c.ep.coal.backlog < coalesceBacklog {
 		return false
 	}
 	return !c.limit.paced(now)

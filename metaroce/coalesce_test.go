@@ -19,9 +19,9 @@ func innerPackets(d []byte) [][]byte {
 	}
 	var out [][]byte
 	for off := 1; off < len(d); {
-		l := int(binary.BigEndian.Uint16(d[off:]))
-		out = append(out, d[off+2:off+2+l])
-		off += 2 + l
+		var p []byte
+		p, off = innerAt(d, off)
+		out = append(out, p)
 	}
 	return out
 }

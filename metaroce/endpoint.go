@@ -384,10 +384,8 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
 		backlog := c.limit.inflight
 		if meta, sent := c.produce(now, buf); sent {
-			if e.scat.out == nil || e.scat.out.Payload == nil {
-				// It may take follow-ons (coalesce.go).
-				e.coal.c, e.coal.path = c, meta.Path
-				e.coal.data, e.coal.backlog = c.limit.inflight > backlog, backlog
+			if (e.scat.out == nil || e.scat.out.Payload == nil) && !roundTripBound(backlog, c.limit.inflight) {
+				e.coal.c, e.coal.path = c, meta.Path // it may take follow-ons (coalesce.go)
 			}
 			e.planeRR = (int(meta.Plane) + 1) % e.cfg.Planes
 			// Round robin: the connection goes to the back of the line,

@@ -2,13 +2,10 @@
 
 package dpdkengine
 
-import "github.com/metaroce/metaroce/verbs"
-
-// coalescer is a transport core that can append packets to a datagram it
-// has just built (metaroce.Endpoint.NextCoalesced).
-type coalescer interface {
-	NextCoalesced(now verbs.Time, dgram []byte, n int) (verbs.TxMeta, bool)
-}
+import (
+	"github.com/metaroce/metaroce/engine"
+	"github.com/metaroce/metaroce/verbs"
+)
 
 // weigher is a transport core that says how many packets a datagram
 // holds for Receive (metaroce.Endpoint.DatagramPackets): ack_flush counts
@@ -27,12 +24,12 @@ type weigher interface {
 // 64-byte messages then share frames instead of paying a frame each. Over
 // memif each frame has its own cost too (an mbuf, its headers and their
 // checksum, a ring slot, the receiver's parse), which they then share
-// (docs/dpdk.md has the figures for both). It
-// costs one call into the core per follow-on, in Go (no cgo), and one
-// more that finds nothing when a frame is not full.
+// (docs/dpdk.md has the figures for both). It costs one call into the
+// core per follow-on, in Go (no cgo), and one more that finds nothing
+// when a frame is not full (engine.Coalesce).
 
 // setupCoalesce turns coalescing on when the configuration asks for it,
-// or leaves it to the shard (0: AutoCoalesce), and the transport can
+// or leaves it to the shard (0: engine.AutoCoalesce), and the transport can
 // coalesce.
 func (s *Shard) setupCoalesce(cfg Config) {
 	if w, ok := s.tr.(weigher); ok {
@@ -40,12 +37,12 @@ func (s *Shard) setupCoalesce(cfg Config) {
 	}
 	n := cfg.Coalesce
 	if n == 0 {
-		n = AutoCoalesce
+		n = engine.AutoCoalesce
 	}
 	if n <= 1 {
 		return
 	}
-	if c, ok := s.tr.(coalescer); ok {
+	if c, ok := s.tr.(engine.Coalescer); ok {
 		s.coal, s.coalesce = c, n
 	}
 }
@@ -53,13 +50,7 @@ func (s *Shard) setupCoalesce(cfg Config) {
 // coalesceInto appends follow-ons to the frame whose datagram the core has
 // just written into m (meta), and returns the datagram's TxMeta.
 func (s *Shard) coalesceInto(now verbs.Time, dgram []byte, meta verbs.TxMeta) verbs.TxMeta {
-	for k := 1; k < s.coalesce; k++ {
-		more, ok := s.coal.NextCoalesced(now, dgram, meta.Len)
-		if !ok {
-			break
-		}
-		s.c.Coalesced++
-		meta = more
-	}
+	meta, k := engine.Coalesce(s.coal, now, dgram, meta, s.coalesce)
+	s.c.Coalesced += uint64(k)
 	return meta
 }

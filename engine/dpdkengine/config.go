@@ -89,10 +89,11 @@ type Config struct {
 	// the core built may take more packets of the same connection (new
 	// data on the same path, within the connection's largest packet;
 	// metaroce/coalesce.go), which saves a frame's cost per small
-	// message. 0 (the default) is AutoCoalesce: 64 B messages with 32
-	// outstanding measured about 3.5x the messages/s over af_packet, whose
-	// every frame costs the sending core a kernel crossing, and about
-	// 1.3x over memif (docs/dpdk.md). 1: one packet per frame.
+	// message. 0 (the default) is engine.AutoCoalesce (8): 64 B messages
+	// with 32 outstanding measured about 3.5x the messages/s over
+	// af_packet, whose every frame costs the sending core a kernel
+	// crossing, and about 1.3x over memif (docs/dpdk.md). 1: one packet
+	// per frame.
 	Coalesce int `yaml:"coalesce"`
 	// RxDesc and TxDesc are the descriptors per queue. Default 1024.
 	RxDesc int `yaml:"rx_desc"`
@@ -125,10 +126,6 @@ type Config struct {
 	// (counted). Default TxDesc + 4 bursts.
 	ZeroCopySlots int `yaml:"zero_copy_slots"`
 }
-
-// AutoCoalesce is the packets per frame at most when the configuration
-// leaves Coalesce 0.
-const AutoCoalesce = 8
 
 // DefaultZeroCopyMin is the zero-copy threshold the CLI uses unless a
 // profile sets one (BenchmarkZeroCopyTX picks it).

@@ -153,7 +153,7 @@ type Shard struct {
 	scats []metaroce.Scatter
 
 	// Coalescing (coalesce.go): nil coal when off.
-	coal     coalescer
+	coal     engine.Coalescer
 	coalesce int
 	weigh    func([]byte) int // packets in a received datagram; nil: 1 each
 }

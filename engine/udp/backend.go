@@ -39,7 +39,7 @@ type Backend struct {
 	rv    *msgVec
 	tv    *msgVec // the burst being sent: packets and destinations
 	tmeta []verbs.TxMeta
-	coal  coalescer // nil: one packet per datagram (Config.Coalesce)
+	coal  engine.Coalescer // nil: one packet per datagram (Config.Coalesce)
 
 	rng     *rand.Rand
 	start   time.Time
@@ -153,16 +153,10 @@ func (b *Backend) Attach(t verbs.Transport) error {
 	b.rv = newMsgVec(b.cfg.Burst, n+1, true) // one spare byte tells a too-long datagram
 	b.tv = newMsgVec(b.cfg.Burst, n, false)
 	b.tmeta = make([]verbs.TxMeta, b.cfg.Burst)
-	if c, ok := t.(coalescer); ok && b.cfg.Coalesce > 1 {
+	if c, ok := t.(engine.Coalescer); ok && b.cfg.Coalesce > 1 {
 		b.coal = c
 	}
 	return nil
-}
-
-// coalescer is a transport core that can append packets to a datagram it
-// has just built (metaroce.Endpoint.NextCoalesced).
-type coalescer interface {
-	NextCoalesced(now verbs.Time, dgram []byte, n int) (verbs.TxMeta, bool)
 }
 
 // SetCapture installs (or, with nil, removes) the capture hook. It never
@@ -433,13 +427,7 @@ func (b *Backend) send(now verbs.Time) (int, error) {
 			// Follow-ons go to the same peer, path and entropy (the core
 			// appends only those); buf holds MaxPacketLen, which the
 			// datagram stays within.
-			for k := 1; k < b.cfg.Coalesce; k++ {
-				more, ok := b.coal.NextCoalesced(now, v.bufs[n], m.Len)
-				if !ok {
-					break
-				}
-				m = more
-			}
+			m, _ = engine.Coalesce(b.coal, now, v.bufs[n], m, b.cfg.Coalesce)
 		}
 		s, err := b.sender(m.Entropy)
 		if err != nil {

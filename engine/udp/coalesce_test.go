@@ -91,7 +91,7 @@ func smallSends(t *testing.T, ca, cb Config, msgs, size, outstanding int) (datag
 }
 
 // TestSmallSendsCoalesce: 64-byte SENDs, 32 outstanding, over loopback.
-// By default (Config.Coalesce 0: AutoCoalesce) most of them share
+// By default (Config.Coalesce 0: engine.AutoCoalesce) most of them share
 // datagrams: fewer datagrams than messages, the receiver splits them
 // (RxCoalesced), and every message lands in its own receive in order,
 // also with 3% of the datagrams lost at each end (a lost datagram loses

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/metaroce/metaroce/engine"
 )
 
 // Config configures a Backend. Zero values take the defaults named.
@@ -48,14 +50,10 @@ type Config struct {
 	// largest packet; metaroce/coalesce.go), so that small messages share
 	// a datagram and with it the kernel's per-datagram cost (the whole UDP
 	// send and receive path, per sendmmsg and recvmmsg entry). 0 (the default)
-	// is AutoCoalesce; 1: one packet per datagram. A transport that cannot
+	// is engine.AutoCoalesce (8); 1: one packet per datagram. A transport that cannot
 	// coalesce (rocev2) sends one packet per datagram whatever it is.
 	Coalesce int
 }
-
-// AutoCoalesce is the packets per datagram at most when Config.Coalesce
-// is 0, as in the DPDK engine (dpdk.coalesce).
-const AutoCoalesce = 8
 
 // withDefaults returns c with zero fields set.
 func (c Config) withDefaults() Config {
@@ -72,7 +70,7 @@ func (c Config) withDefaults() Config {
 		c.IdleWait = time.Millisecond
 	}
 	if c.Coalesce == 0 {
-		c.Coalesce = AutoCoalesce
+		c.Coalesce = engine.AutoCoalesce
 	}
 	return c
 }
