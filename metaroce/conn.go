@@ -111,6 +111,7 @@ type Conn struct {
 
 	lastRx        verbs.Time
 	lastKeepalive verbs.Time
+	askedAt       verbs.Time // a timeout last asked the peer for a word (health.go peerAnswered)
 	retryAt       verbs.Time // next CONNECT or CLOSE attempt
 	qpCheckAt     verbs.Time // lower bound of the QPs' no-ACK deadlines; 0: none running (qptimers.go)
 	connectSentAt verbs.Time // the last CONNECT or ACCEPT sent: the answer gives a first RTT sample

@@ -85,6 +85,38 @@ func (c *Conn) othersBusy(p *txPath) bool {
 	return false
 }
 
+// peerAnswered reports whether the peer has shown itself alive since a
+// silence began at from: it answered a question asked since then. A
+// packet that merely arrived after from does not prove it: what the peer
+// sent just before it paused (its last data packets, queued behind
+// others) comes after the silent path's last ACK all the same, and then
+// nothing does (TestPeerPauseAfterLastWordIsNotFailure; TestTwoPlanes on
+// a loaded host: one plane's 8 paths failed in a 2.2 ms pause of the peer,
+// whose last packet came 26µs after they went silent). So, when something
+// did arrive, it asks: a KEEPALIVE, which the peer answers with an ACK,
+// over a path not judged failed; again after max(wait, MinRTO) while
+// unanswered (a question or its answer lost). A live peer answers within
+// an RTT, and the path's next timeout judges it; a paused one answers
+// when it resumes, together with the ACKs it owes. Nothing at all since
+// from is no answer, and no question: the peer-dead and keepalive timers
+// deal with that silence. A half-open connection asks nothing of an
+// unproven address (amplification.go): anything heard counts, as before.
+func (c *Conn) peerAnswered(now, from verbs.Time, wait time.Duration) bool {
+	switch {
+	case c.lastRx <= from:
+		return false
+	case c.halfOpen.in:
+		return true
+	case c.askedAt > from && c.lastRx > c.askedAt:
+		return true
+	}
+	if c.askedAt <= from || now.Sub(c.askedAt) >= max(wait, c.ep.cfg.MinRTO) {
+		c.askedAt = now
+		c.queueCtrl(ctrlPkt{op: OpKeepalive})
+	}
+	return false
+}
+
 // suddenLoss: a path whose loss average is below this was delivering
 // cleanly, so total silence on it is news (a failure, or the one tail
 // loss of a clean path) and its packets move at the first timeout. On a
@@ -276,7 +308,10 @@ func (c *Conn) onPathTimeout(now verbs.Time, p *txPath) {
 		// heard from (a keepalive) is alive while this path's packets
 		// vanish, even if every path with packets outstanding is on the
 		// same broken route: fail as before.
-		connSilent := !progressed && c.othersBusy(p) && c.lastRx <= p.silentFrom
+		// Heard from, that is, in answer to a question (peerAnswered):
+		// what a peer sent just before it paused arrives after this
+		// path's last ACK too.
+		connSilent := !progressed && c.othersBusy(p) && !c.peerAnswered(now, p.silentFrom, wait)
 		if p.timeouts >= cfg.PathFailAfter && !connSilent && silence >= 2*wait {
 			c.failPath(now, p)
 			return

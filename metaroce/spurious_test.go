@@ -120,3 +120,79 @@ func TestPatienceIsTheMedianPeak(t *testing.T) {
 	}
 	require.Equal(t, min(cfg.MaxRTO, cfg.PeerDeadTimeout/8), c.patience(now.Add(21*peakMemory)))
 }
+
+// A peer that pauses (descheduled) right after its last data packets is
+// as silent as one that pauses before them. A and B WRITE to each other;
+// at from, B stops: everything it sends from then until the pause ends
+// is held, except the data packets of its first few microseconds, which
+// were already on their way. They come after A's paths heard their last
+// ACK, so the peer was heard from after the paths went silent, but they
+// were in flight when it paused: they prove nothing about A's routes, and
+// no path of A is judged failed for the pause. (TestTwoPlanes over memif
+// on a loaded host: one plane's 8 paths failed in a 2.2 ms pause of the
+// peer, whose last packet came 26µs after they went silent.)
+func TestPeerPauseAfterLastWordIsNotFailure(t *testing.T) {
+	w := newWirePair(t, Config{Paths: 8, MTU: 1024})
+	ca, cb := w.connect(t)
+	const size = 8 << 20
+	var qp [2]*QueuePair
+	var cq [2]*verbs.CompletionQueue
+	var src, dst [2][]byte
+	var local, remote [2]*verbs.MemoryRegion
+	for i, c := range []*Conn{ca, cb} {
+		pd := w.ep[i].AllocPD()
+		cq[i] = verbs.NewCompletionQueue(8)
+		var err error
+		qp[i], err = c.CreateQP(1, verbs.QPAttr{PD: pd, SendCQ: cq[i], RecvCQ: cq[i]})
+		require.NoError(t, err)
+		src[i], dst[i] = make([]byte, size), make([]byte, size)
+		for k := range src[i] {
+			src[i][k] = byte(k*31 + i)
+		}
+		local[i], err = pd.RegisterMR(src[i], 0)
+		require.NoError(t, err)
+		remote[i], err = pd.RegisterMR(dst[i], verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+		require.NoError(t, err)
+	}
+	start := w.now
+	from := start + verbs.Time(20*time.Microsecond)
+	until := from + verbs.Time(5*time.Millisecond)
+	const lastWords = verbs.Time(3 * time.Microsecond)
+	var spoken, held int
+	w.extra = func(sender int, pkt []byte) verbs.Time {
+		if w.now < from || w.now >= until {
+			return 0
+		}
+		if sender == 1 && w.now < from+lastWords && len(pkt) > 512 {
+			spoken++ // a data packet: ACKs are far shorter
+			return 0
+		}
+		held++
+		return until - w.now
+	}
+	for i := range qp {
+		require.NoError(t, qp[i].PostSend(w.now, verbs.SendWR{ID: 1, Opcode: verbs.WRWrite, Local: local[i].SGE(0, size),
+			RemoteAddr: remote[1-i].Addr(), RKey: remote[1-i].RKey()}))
+	}
+	var done [2]bool
+	w.runUntil(t, func() bool {
+		var wc [1]verbs.WorkCompletion
+		for i := range cq {
+			if cq[i].Poll(wc[:]) == 1 {
+				require.Equal(t, verbs.StatusSuccess, wc[0].Status)
+				done[i] = true
+			}
+		}
+		return done[0] && done[1]
+	}, start+verbs.Time(time.Second))
+	require.Equal(t, src[0], dst[1])
+	require.Equal(t, src[1], dst[0])
+	c := ca.Counters()
+	t.Logf("B's last words %d, packets held %d; A: timeouts proven spurious %d, moved %d, path failures %d, patience %v",
+		spoken, held, c.SpuriousTimeouts, moved(ca), c.PathFailures, ca.patience(w.now))
+	require.NotZero(t, spoken, "B's last data packets came through")
+	require.NotZero(t, held, "the pause held packets")
+	require.Greater(t, w.now-start, until-start, "the pause held the transfer")
+	require.NotZero(t, c.SpuriousTimeouts, "the pause outlasted the RTO")
+	require.Zero(t, c.PathFailures, "a pause after the peer's last words failed A's paths")
+}
