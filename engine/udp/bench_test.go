@@ -12,8 +12,9 @@ import (
 // UDP and returns a function that keeps 16 WRITEs of 64 KiB outstanding
 // from A to B, both backends stepped by this goroutine, until n more
 // have completed. Shared by BenchmarkWriteLoopback (ns per message) and
-// TestWriteLoopbackAllocatesNothing (0 allocations per message).
-func writeLoopback(tb testing.TB) func(n int) {
+// TestWriteLoopbackAllocatesNothing (0 allocations per message), which
+// also reads the pair's send sockets.
+func writeLoopback(tb testing.TB) (func(n int), *pair) {
 	p := newPair(tb, Config{}, Config{})
 	ea, eb := metaroceEndpoints(tb, p, 8)
 	ca, err := ea.Connect(p.b[0].Now(), 0)
@@ -61,13 +62,13 @@ func writeLoopback(tb testing.TB) func(n int) {
 			outstanding -= k
 			done += k
 		}
-	}
+	}, p
 }
 
 // BenchmarkWriteLoopback: 64 KiB WRITEs from A to B over loopback UDP
 // (writeLoopback). ns/op is per message.
 func BenchmarkWriteLoopback(b *testing.B) {
-	run := writeLoopback(b)
+	run, _ := writeLoopback(b)
 	b.SetBytes(64 << 10)
 	b.ReportAllocs()
 	b.ResetTimer()
