@@ -170,16 +170,7 @@ func drive(n *node, r runner, stop func() bool, prog *progress, test string) (pe
 		if interrupted && time.Now().After(giveUp) {
 			return true, nil
 		}
-		// Completions first, then posts: a post that waited for this
-		// step's completions goes out in this iteration's send, not after
-		// the backend's idle wait (the udp backend sleeps up to 1 ms when
-		// a step sent and received nothing, which capped send_bw -t 4 at
-		// about 4 K messages/s).
-		for _, wc := range n.poll() {
-			r.onWC(wc)
-		}
-		r.pump()
-		if err := r.failure(); err != nil {
+		if err := driveStep(r, n.poll()); err != nil {
 			return false, err
 		}
 		if prog != nil {
@@ -196,6 +187,20 @@ func drive(n *node, r runner, stop func() bool, prog *progress, test string) (pe
 		return res, errInterrupted
 	}
 	return res, nil
+}
+
+// driveStep is the runner's share of one step of the node's loop: this
+// step's completions wcs first, then posts, then the runner's failure, if
+// any. The order matters: a post that waited for this step's completions
+// goes out in this iteration's send, not after the backend's idle wait
+// (the udp backend sleeps up to 1 ms when a step sent and received
+// nothing; posting first capped send_bw -t 4 at about 4 K messages/s).
+func driveStep(r runner, wcs []verbs.WorkCompletion) error {
+	for _, wc := range wcs {
+		r.onWC(wc)
+	}
+	r.pump()
+	return r.failure()
 }
 
 // serve is the server side after the hello: welcome, accept, post
