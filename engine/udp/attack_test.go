@@ -29,17 +29,7 @@ func TestSpoofedConnectsOverLoopback(t *testing.T) {
 	// this test asks is that no forged CONNECT fails A's connection, not
 	// liveness under a starved CPU, so B waits as the verbs library does.
 	ea, eb := metaroceEndpointsWith(t, p, mr.Config{Paths: 8, PeerDeadTimeout: 2 * time.Second})
-	ca, err := ea.Connect(p.b[0].Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cb *mr.Conn
-	p.run(t, 5*time.Second, func() bool {
-		if cb == nil {
-			cb, _ = eb.Accept()
-		}
-		return cb != nil && ca.Established()
-	})
+	ca, cb := connectMetaroce(t, p, ea, eb)
 	attacker, err := net.ListenUDP("udp4", &net.UDPAddr{IP: p.b[0].LocalAddr().Addr().AsSlice()})
 	if err != nil {
 		t.Fatal(err)

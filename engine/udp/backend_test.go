@@ -97,20 +97,27 @@ func metaroceEndpointsWith(t testing.TB, p *pair, base mr.Config) (*mr.Endpoint,
 	return ea, eb
 }
 
-// writeAndVerify moves n bytes from A to B with one WRITE per 64 KiB and
-// checks them.
-func writeAndVerify(t *testing.T, p *pair, ea, eb *mr.Endpoint, n int) {
+// connectMetaroce connects A's endpoint to B's over p and runs both
+// backends until A's connection is established and B has accepted it.
+func connectMetaroce(tb testing.TB, p *pair, ea, eb *mr.Endpoint) (ca, cb *mr.Conn) {
+	tb.Helper()
 	ca, err := ea.Connect(p.b[0].Now(), 0)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	var cb *mr.Conn
-	p.run(t, 5*time.Second, func() bool {
+	p.run(tb, 5*time.Second, func() bool {
 		if cb == nil {
 			cb, _ = eb.Accept()
 		}
 		return cb != nil && ca.Established()
 	})
+	return ca, cb
+}
+
+// writeAndVerify moves n bytes from A to B with one WRITE per 64 KiB and
+// checks them.
+func writeAndVerify(t *testing.T, p *pair, ea, eb *mr.Endpoint, n int) {
+	ca, cb := connectMetaroce(t, p, ea, eb)
 	cq := verbs.NewCompletionQueue(64)
 	pd := ea.AllocPD()
 	qa, err := ca.CreateQP(0, verbs.QPAttr{PD: pd, SendCQ: cq, RecvCQ: cq})

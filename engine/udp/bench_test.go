@@ -2,9 +2,7 @@ package udp
 
 import (
 	"testing"
-	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/verbs"
 )
 
@@ -17,17 +15,7 @@ import (
 func writeLoopback(tb testing.TB) (func(n int), *pair) {
 	p := newPair(tb, Config{}, Config{})
 	ea, eb := metaroceEndpoints(tb, p, 8)
-	ca, err := ea.Connect(p.b[0].Now(), 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var cb *mr.Conn
-	p.run(tb, 5*time.Second, func() bool {
-		if cb == nil {
-			cb, _ = eb.Accept()
-		}
-		return cb != nil && ca.Established()
-	})
+	ca, cb := connectMetaroce(tb, p, ea, eb)
 	const msg = 64 << 10
 	cq, cqb := verbs.NewCompletionQueue(64), verbs.NewCompletionQueue(64)
 	pd, pdb := ea.AllocPD(), eb.AllocPD()

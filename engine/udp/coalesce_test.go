@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	mr "github.com/metaroce/metaroce/metaroce"
 	"github.com/metaroce/metaroce/verbs"
 )
 
@@ -17,17 +16,7 @@ func smallSends(t *testing.T, ca, cb Config, msgs, size, outstanding int) (datag
 	t.Helper()
 	p := newPair(t, ca, cb)
 	ea, eb := metaroceEndpoints(t, p, 4)
-	conn, err := ea.Connect(p.b[0].Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cbn *mr.Conn
-	p.run(t, 5*time.Second, func() bool {
-		if cbn == nil {
-			cbn, _ = eb.Accept()
-		}
-		return cbn != nil && conn.Established()
-	})
+	conn, cbn := connectMetaroce(t, p, ea, eb)
 	src, dst := make([]byte, msgs*size), make([]byte, msgs*size)
 	for i := range src {
 		src[i] = byte(i*13 + 5)
