@@ -58,7 +58,7 @@ func setupWriteBW(b *testing.B) *wbw {
 	for i := 0; i < 2; i++ {
 		cfg := dpdkengine.Config{Ports: []dpdkengine.PortConfig{{Name: []string{"net_memif2", "net_memif3"}[i], IP: ips[i]}},
 			Neighbours: []dpdkengine.Neighbour{{Peer: uint32(1 - i), IP: ips[1-i]}},
-			Checksum:   benchChecksum(), UDPChecksum: benchUDPChecksum(), PoolSize: 16383}
+			Checksum:   benchChecksum(), UDPChecksum: benchUDPChecksum(), PoolSize: 16383, ZeroCopyMin: benchZeroCopyMin()}
 		e, err := dpdkengine.Start(cfg, nil)
 		require.NoError(b, err)
 		w.eng[i] = e
@@ -267,6 +267,16 @@ func benchUDPChecksum() string {
 		return v
 	}
 	return "zero"
+}
+
+// benchZeroCopyMin is the engines' zero_copy_min: MR_BENCH_ZERO_COPY_MIN
+// or 0 (off, the CLI's default). The source region is DPDK memory
+// (mempool.NewRegion after the EAL started), so it can be lent.
+func benchZeroCopyMin() int {
+	if v, err := strconv.Atoi(os.Getenv("MR_BENCH_ZERO_COPY_MIN")); err == nil && v >= 0 {
+		return v
+	}
+	return 0
 }
 
 // benchPaths is the paths per connection: MR_BENCH_PATHS or 8 (the core's
