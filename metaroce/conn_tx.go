@@ -69,7 +69,7 @@ func (c *Conn) header(op Opcode, path verbs.PathID, now verbs.Time) Header {
 }
 
 func (c *Conn) meta(n int, path verbs.PathID) verbs.TxMeta {
-	m := verbs.TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + verbs.Entropy(path), ECT: true}
+	m := verbs.TxMeta{Len: n, Peer: c.peer, TxRoute: verbs.TxRoute{Path: path, Entropy: c.ep.cfg.EntropyBase + verbs.Entropy(path), ECT: true}}
 	if int(path) < len(c.tx) {
 		m.Entropy, m.Plane = c.tx[path].entropy, c.tx[path].plane
 	} else if int(path) < c.paths {
