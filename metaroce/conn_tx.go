@@ -60,16 +60,25 @@ func (c *Conn) ackDueNow(now verbs.Time) bool {
 }
 
 func (c *Conn) header(op Opcode, path verbs.PathID, now verbs.Time) Header {
-	h := Header{Opcode: op, DstConn: c.remote, SrcConn: c.local,
-		Incarnation: c.ep.cfg.Incarnation, Path: path, Timestamp: now}
-	if int(path) < len(c.tx) {
-		h.PathGen = c.tx[path].gen
-	}
+	var h Header
+	c.setHeader(&h, op, path, now)
 	return h
 }
 
+// setHeader makes *h the header c.header returns, field by field: the data
+// path builds one per packet, and a Header (nine fields, too many to live
+// in registers) assigned from a composite literal is built on the stack
+// and copied with wide loads that stall on its narrow stores.
+func (c *Conn) setHeader(h *Header, op Opcode, path verbs.PathID, now verbs.Time) {
+	h.Opcode, h.Flags, h.DstConn, h.SrcConn = op, 0, c.remote, c.local
+	h.Incarnation, h.Path, h.PathGen, h.PSN, h.Timestamp = c.ep.cfg.Incarnation, path, 0, 0, now
+	if int(path) < len(c.tx) {
+		h.PathGen = c.tx[path].gen
+	}
+}
+
 func (c *Conn) meta(n int, path verbs.PathID) verbs.TxMeta {
-	m := verbs.TxMeta{Len: n, Peer: c.peer, Path: path, Entropy: c.ep.cfg.EntropyBase + verbs.Entropy(path), ECT: true}
+	m := verbs.TxMeta{Len: n, Peer: c.peer, TxRoute: verbs.TxRoute{Path: path, Entropy: c.ep.cfg.EntropyBase + verbs.Entropy(path), ECT: true}}
 	if int(path) < len(c.tx) {
 		m.Entropy, m.Plane = c.tx[path].entropy, c.tx[path].plane
 	} else if int(path) < c.paths {
@@ -237,13 +246,14 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 	}
 	switch {
 	case asNop:
-		h = c.header(OpNop, p.id, now)
+		c.setHeader(&h, OpNop, p.id, now)
 		h.Flags |= FlagAckReq
 	case s.kind == slotData:
 		m := s.msg
-		h = c.header(m.op, p.id, now)
-		mh = MsgHeader{Stream: m.qp.id, MsgSeq: m.seq, RecvSeq: m.recvSeq, Offset: s.offset,
-			MsgLen: m.length, RKey: m.rkey, Imm: m.imm}
+		c.setHeader(&h, m.op, p.id, now)
+		// Field by field, as in setHeader (mh is still zero).
+		mh.Stream, mh.MsgSeq, mh.RecvSeq, mh.Offset = m.qp.id, m.seq, m.recvSeq, s.offset
+		mh.MsgLen, mh.RKey, mh.Imm = m.length, m.rkey, m.imm
 		switch m.op {
 		case OpReadReq:
 			mh.Offset, mh.RemoteAddr = 0, m.remoteAddr
@@ -258,8 +268,8 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 		}
 	case s.kind == slotReadResp:
 		j := s.job
-		h = c.header(OpReadResp, p.id, now)
-		mh = MsgHeader{Stream: j.stream, MsgSeq: j.seq, Offset: s.offset, MsgLen: uint32(len(j.src))}
+		c.setHeader(&h, OpReadResp, p.id, now)
+		mh.Stream, mh.MsgSeq, mh.Offset, mh.MsgLen = j.stream, j.seq, s.offset, uint32(len(j.src))
 		if j.mr.Revoked() {
 			// The READ's source was deregistered while being served
 			// (verbs.MemoryRegion.Deregister): nothing more is sent from
@@ -329,7 +339,7 @@ func (c *Conn) buildMoved(now verbs.Time, buf []byte, p *txPath, mp movedPkt) (v
 		return verbs.TxMeta{}, false
 	}
 	psn, s := c.occupy(now, p)
-	*s = txSlot{kind: mp.kind, msg: mp.msg, job: mp.job, attempt: mp.attempt, offset: mp.offset, length: mp.length}
+	s.fill(mp.kind, mp.msg, mp.job, mp.attempt, mp.offset, mp.length)
 	n := c.writeSequenced(now, buf, p, psn, s, true)
 	c.transmit(now, p, s)
 	c.c.Retransmits++
@@ -444,7 +454,7 @@ func (q *QueuePair) nextToSegment() *txMsg {
 func (c *Conn) buildMsgChunk(now verbs.Time, buf []byte, p *txPath, m *txMsg) (verbs.TxMeta, bool) {
 	psn, s := c.occupy(now, p)
 	length := c.msgChunkLen(m)
-	*s = txSlot{kind: slotData, msg: m, attempt: m.attempt, offset: m.segOff, length: length}
+	s.fill(slotData, m, nil, m.attempt, m.segOff, length)
 	m.outstanding++
 	m.segOff += length
 	if m.op == OpReadReq || m.segOff >= m.length {
@@ -460,7 +470,7 @@ func (c *Conn) buildJobChunk(now verbs.Time, buf []byte, p *txPath) (verbs.TxMet
 	j := *c.jobs.Front()
 	psn, s := c.occupy(now, p)
 	length := c.jobChunkLen(j)
-	*s = txSlot{kind: slotReadResp, job: j, offset: j.segOff, length: length}
+	s.fill(slotReadResp, nil, j, 0, j.segOff, length)
 	j.outstanding++
 	j.segOff += length
 	if j.segOff >= uint32(len(j.src)) {

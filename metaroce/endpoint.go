@@ -379,7 +379,7 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			putTag(buf, HeaderLen, &r.tok)
 		}
 		n := e.sealReply(buf, HeaderLen)
-		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: e.cfg.EntropyBase, ECT: true}, true
+		return verbs.TxMeta{Len: n, Peer: r.peer, TxRoute: verbs.TxRoute{Entropy: e.cfg.EntropyBase, ECT: true}}, true
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
 		backlog := c.limit.inflight

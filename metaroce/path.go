@@ -36,6 +36,17 @@ type txSlot struct {
 	sentAt  verbs.Time // stamp of the last (re)transmission (see txPath.stamp)
 }
 
+// fill makes s the record of a new packet carrying [offset,
+// offset+length) of msg or job, everything else cleared. It assigns the
+// fields one by one: the composite literal `*s = txSlot{...}` builds the
+// struct on the stack (it has too many fields to live in registers) with
+// narrow stores, then copies it with wide loads that stall on them (a
+// store-to-load forwarding stall), on every data packet.
+func (s *txSlot) fill(kind slotKind, msg *txMsg, job *readJob, attempt uint16, offset, length uint32) {
+	*s = txSlot{}
+	s.kind, s.msg, s.job, s.attempt, s.offset, s.length = kind, msg, job, attempt, offset, length
+}
+
 // txPath is the sender's view of one path: its sequence space, window,
 // RTT estimate and health.
 type txPath struct {

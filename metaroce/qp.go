@@ -102,11 +102,15 @@ func (q *QueuePair) PostSend(now verbs.Time, wr verbs.SendWR) error {
 		}
 	}
 	m := c.newMsg()
-	*m = txMsg{
-		op: op, qp: q, wrID: wr.ID, seq: q.nextSeq, mr: mr, local: local,
-		length: wr.Local.Length, remoteAddr: wr.RemoteAddr, rkey: wr.RKey, imm: wr.Imm,
-		placed: m.placed, acked: m.acked,
-	}
+	// Cleared, then set field by field (keeping the recycled bitmaps): a
+	// composite literal that reads *m would be built on the stack and
+	// copied with wide loads that stall on its narrow stores, once per
+	// work request.
+	placed, acked := m.placed, m.acked
+	*m = txMsg{}
+	m.op, m.qp, m.wrID, m.seq, m.mr, m.local = op, q, wr.ID, q.nextSeq, mr, local
+	m.length, m.remoteAddr, m.rkey, m.imm = wr.Local.Length, wr.RemoteAddr, wr.RKey, wr.Imm
+	m.placed, m.acked = placed, acked
 	if op == OpSend || op == OpSendImm || op == OpWriteImm {
 		m.recvSeq = q.nextRecvSeq
 		q.nextRecvSeq++

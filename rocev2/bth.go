@@ -80,18 +80,13 @@ func (h *BTH) Decode(b []byte) error {
 	if b[1]&0xF != 0 {
 		return ErrVersion
 	}
-	*h = BTH{
-		Opcode:   op,
-		SE:       b[1]&0x80 != 0,
-		M:        b[1]&0x40 != 0,
-		PadCount: b[1] >> 4 & 3,
-		PKey:     binary.BigEndian.Uint16(b[2:]),
-		FECN:     b[4]&0x80 != 0,
-		BECN:     b[4]&0x40 != 0,
-		DestQP:   binary.BigEndian.Uint32(b[4:]) & PSNMask,
-		AckReq:   b[8]&0x80 != 0,
-		PSN:      PSN(binary.BigEndian.Uint32(b[8:]) & PSNMask),
-	}
+	// Field by field: a BTH (eleven fields, too many for registers)
+	// assigned from a composite literal is built on the stack and copied
+	// with wide loads that stall on its narrow stores, once per packet.
+	h.Opcode, h.SE, h.M, h.PadCount, h.TVer = op, b[1]&0x80 != 0, b[1]&0x40 != 0, b[1]>>4&3, 0
+	h.PKey, h.FECN, h.BECN = binary.BigEndian.Uint16(b[2:]), b[4]&0x80 != 0, b[4]&0x40 != 0
+	h.DestQP, h.AckReq = binary.BigEndian.Uint32(b[4:])&PSNMask, b[8]&0x80 != 0
+	h.PSN = PSN(binary.BigEndian.Uint32(b[8:]) & PSNMask)
 	return nil
 }
 

@@ -416,7 +416,7 @@ func (c *Conn) hasData(now verbs.Time) bool {
 func (c *Conn) meta(n int, entropy verbs.Entropy) verbs.TxMeta {
 	c.c.TxPackets++
 	c.c.TxBytes += uint64(n)
-	return verbs.TxMeta{Len: n, Peer: c.peer, Entropy: entropy}
+	return verbs.TxMeta{Len: n, Peer: c.peer, TxRoute: verbs.TxRoute{Entropy: entropy}}
 }
 
 // buildCNP writes a Congestion Notification Packet to the peer QP (IBA

@@ -236,7 +236,7 @@ func (e *Endpoint) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 			e.c.CMRejectsSent++
 		}
 		e.portUsed(now, n)
-		return verbs.TxMeta{Len: n, Peer: r.peer, Entropy: verbs.Entropy(GSIPort), ECT: ecnCapable(buf[:n])}, true
+		return verbs.TxMeta{Len: n, Peer: r.peer, TxRoute: verbs.TxRoute{Entropy: verbs.Entropy(GSIPort), ECT: ecnCapable(buf[:n])}}, true
 	}
 	for c, ok := e.sched.PopReady(); ok; c, ok = e.sched.PopReady() {
 		if meta, sent := c.produce(now, buf); sent {

@@ -41,9 +41,23 @@ type RxMeta struct {
 }
 
 // TxMeta is what a transport tells the backend about a packet it wrote.
+//
+// Its fields are grouped so that no struct has more than four (TxRoute is
+// embedded: meta.Entropy and the others read as before). The Go compiler
+// keeps a struct of at most four fields in registers; a larger one lives
+// in memory, written field by field and then copied as a whole at every
+// call that returns it, and each such copy waits for the narrow stores
+// before it (a store-to-load forwarding stall). TxMeta goes through
+// several calls per packet (BenchmarkPacketPath).
 type TxMeta struct {
-	Len     int        // bytes written to the caller's buffer
-	Peer    PeerHandle // destination endpoint
+	Len  int        // bytes written to the caller's buffer
+	Peer PeerHandle // destination endpoint
+	TxRoute
+}
+
+// TxRoute is how a packet leaves: its path, and what the backend makes of
+// it on the wire.
+type TxRoute struct {
 	Path    PathID
 	Entropy Entropy // UDP source port to use
 	Plane   PlaneID // NIC port / fabric plane to send on

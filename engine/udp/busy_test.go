@@ -19,7 +19,7 @@ func (f *flood) NextPacket(_ verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	e := verbs.Entropy(50000 + f.next%f.entropies)
 	f.next++
 	buf[0] = 1
-	return verbs.TxMeta{Len: 64, Entropy: e}, true
+	return verbs.TxMeta{Len: 64, TxRoute: verbs.TxRoute{Entropy: e}}, true
 }
 func (f *flood) NextDeadline() verbs.Time { return verbs.Never }
 func (f *flood) OnTimer(verbs.Time)       {}
@@ -35,7 +35,7 @@ func (e *echo) NextPacket(_ verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	}
 	e.owed--
 	buf[0] = 2
-	return verbs.TxMeta{Len: 16, Entropy: 40000}, true
+	return verbs.TxMeta{Len: 16, TxRoute: verbs.TxRoute{Entropy: 40000}}, true
 }
 func (e *echo) NextDeadline() verbs.Time { return verbs.Never }
 func (e *echo) OnTimer(verbs.Time)       {}

@@ -21,7 +21,7 @@ func (o *owed) NextPacket(_ verbs.Time, buf []byte) (verbs.TxMeta, bool) {
 	}
 	o.owe.Add(-1)
 	buf[0] = 3
-	return verbs.TxMeta{Len: 32, Entropy: 40000}, true
+	return verbs.TxMeta{Len: 32, TxRoute: verbs.TxRoute{Entropy: 40000}}, true
 }
 func (o *owed) NextDeadline() verbs.Time { return verbs.Never }
 func (o *owed) OnTimer(verbs.Time)       {}

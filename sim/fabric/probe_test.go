@@ -61,7 +61,7 @@ func (h *probeHost) NextPacket(now verbs.Time, buf []byte) (verbs.TxMeta, bool) 
 	s := h.sends[h.next]
 	h.next++
 	binary.BigEndian.PutUint16(buf, s.entropy)
-	return verbs.TxMeta{Len: s.n, Peer: verbs.PeerHandle(s.dst), Entropy: verbs.Entropy(s.entropy), Plane: verbs.PlaneID(s.plane)}, true
+	return verbs.TxMeta{Len: s.n, Peer: verbs.PeerHandle(s.dst), TxRoute: verbs.TxRoute{Entropy: verbs.Entropy(s.entropy), Plane: verbs.PlaneID(s.plane)}}, true
 }
 
 func (h *probeHost) NextDeadline() verbs.Time {
