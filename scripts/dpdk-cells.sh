@@ -2,7 +2,10 @@
 # dpdk-cells.sh: the four cells of issue 16 over the DPDK backend, for
 # metaroce, the RoCEv2 baseline and (optionally) any other transport, on a
 # memif pair and on af_packet over a veth pair; 3 runs per cell, medians,
-# printed as one Markdown table (make bench-cells).
+# printed as one Markdown table (make bench-cells). Around every run it
+# measures the two cores' cache-line latency (metaroce corelat), which a
+# shared VM moves by 4 to 5 times within seconds; when some runs' cores did
+# not share a cache, the table follows again with the runs whose cores did.
 #
 #   64 B ping-pong        round trips/s, RTT p50 and p99.9   (send_lat -s 64)
 #   64 B, 32 outstanding  messages/s                         (send_bw -s 64 -t 32)
@@ -316,6 +319,15 @@ start() {
 	pgids+=("$started")
 }
 
+# corelat: the median one-way cache-line latency between the server's
+# and the client's cores, in ns (metaroce corelat, a few ms), or nothing
+# when it cannot be measured: in 2 s at most, as on a loaded machine a hop
+# can wait for a time slice.
+corelat() {
+	timeout 2 "$bin" corelat --cores "$score,$ccore" --rounds 3 --trips 5000 2>/dev/null |
+		awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "median_ns") print kv[2] } }'
+}
+
 seq=0
 # run_one IMPL CMD RESFILE: one run; writes "ok VALUES" or "fail REASON".
 run_one() {
@@ -325,6 +337,10 @@ run_one() {
 	d="$work/run$seq"
 	mkdir -p "$d"
 	echo "$impl $backend $cell run; size $size outstanding $outst" >"$d/what"
+	# The two cores' cache-line latency right before the run: a shared
+	# VM's vCPU placement moves every cross-core figure (docs/dpdk.md).
+	local cl
+	cl=$(corelat)
 	prefixes+=("mrcells$$-$seq-server" "mrcells$$-$seq-client")
 	start server "$(subst "$cmd" server)" "$d/s.out" "$d/s.err"
 	local spid=$started ready=0
@@ -344,6 +360,14 @@ run_one() {
 	kill -TERM -- "-$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
 	local srvrc=$?
+	# Again after the run: placement can change within seconds. A run
+	# is "near" when both are under 100 ns, "far" when both are at or
+	# above, "mixed" otherwise.
+	local cla
+	cla=$(corelat)
+	echo "${cl:--} ${cla:--}" >"$d/corelat"
+	awk -v a="${cl:--}" -v b="${cla:--}" 'BEGIN { if (a == "-" || b == "-") print "-"; else if (a < 100 && b < 100) print "near";
+		else if (a >= 100 && b >= 100) print "far"; else print "mixed" }' >"${res/\/res./\/cl.}"
 	local line reason
 	line=$(grep -a '^cells: ' "$d/c.out" 2>/dev/null | grep -v '^cells: ready' | tail -1)
 	if [ $ready = 0 ]; then
@@ -379,7 +403,7 @@ run_one() {
 		return
 	fi
 	echo "ok $v" >"$res"
-	log "  $impl $backend $cell: $v"
+	log "  $impl $backend $cell: $v (core-to-core ${cl:--} ns before, ${cla:--} after)"
 }
 
 # lastline FILE: its last non-empty line that is not the --no-huge warning.
@@ -412,6 +436,7 @@ done
 median() {
 	local f=$1
 	shift
+	[ $# -gt 0 ] || return 1
 	cat "$@" 2>/dev/null | awk -v f=$((f + 1)) '$1 == "ok" { print $f }' | sort -g |
 		awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
@@ -424,17 +449,30 @@ fmt_val() { # KIND VALUE
 	esac
 }
 
+# selected IMPL BACKEND CELL: the result files of that cell, one per line;
+# with SEL=near only those of runs whose cores shared a cache before and
+# after the run.
+SEL=
+selected() {
+	local f
+	for f in "$work"/res."$1"."$2"."$3".*; do
+		[ -e "$f" ] || continue
+		if [ "$SEL" = near ] && [ "$(cat "${f/\/res./\/cl.}" 2>/dev/null)" != near ]; then continue; fi
+		printf '%s\n' "$f"
+	done
+}
+
 note=0
 # cellval IMPL BACKEND CELL ROW: sets CV to the table's text for one cell
 # (not in a subshell: it numbers the failure notes).
 cellval() {
 	local impl=$1 b=$2 c=$3 row=$4 files=() nfail=0 n=0 f
-	for f in "$work"/res."$impl"."$b"."$c".*; do
-		[ -e "$f" ] || continue
+	while read -r f; do
+		[ -n "$f" ] || continue
 		files+=("$f")
 		n=$((n + 1))
 		if [ "$(cut -d' ' -f1 "$f")" = fail ]; then nfail=$((nfail + 1)); fi
-	done
+	done < <(selected "$impl" "$b" "$c")
 	[ $n -gt 0 ] || { CV='n/a'; return; }
 	local key="$impl.$b.$c" ref=""
 	if [ $nfail -gt 0 ]; then
@@ -463,20 +501,16 @@ cell_name() { case $1 in pp) echo "64 B ping-pong" ;; rate) echo "64 B x32" ;; g
 
 # ratio A B ROW: A/B of the medians (metaroce over the other), "-" when either failed.
 ratio() {
-	local a b
-	a=$(median "$4" "$work"/res."$1"."$3"."$5".* 2>/dev/null) || { printf -- '-'; return; }
-	b=$(median "$4" "$work"/res."$2"."$3"."$5".* 2>/dev/null) || { printf -- '-'; return; }
+	local a b fa fb
+	mapfile -t fa < <(selected "$1" "$3" "$5")
+	mapfile -t fb < <(selected "$2" "$3" "$5")
+	a=$(median "$4" "${fa[@]}" 2>/dev/null) || { printf -- '-'; return; }
+	b=$(median "$4" "${fb[@]}" 2>/dev/null) || { printf -- '-'; return; }
 	awk -v a="$a" -v b="$b" 'BEGIN { if (b == 0) printf "-"; else printf "%.2f", a / b }'
 }
 
-{
-	printf '\n'
-	printf 'dpdk-cells: %s, %s, %d cores, %s; %d run(s) of %d s per cell, medians; cores %s (server,client); hugepages %s\n' \
-		"$(date -u '+%Y-%m-%d %H:%M UTC')" "$(hostname)" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" \
-		"$runs" "$dur" "$cores" "$huge"
-	printf 'MTU %d (payload bytes per data packet of the built-in columns)\n' "$MR_CELLS_MTU"
-	[ -n "$MR_CELLS_SET" ] && printf 'profile keys set: %s\n' "$(printf '%s' "$MR_CELLS_SET" | tr '\n' ' ')"
-	printf 'load average at the end: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+# print_table: the Markdown table of the runs SEL selects.
+print_table() {
 	hdr="| cell |" sep="|---|"
 	for b in "${BACKENDS[@]}"; do
 		for i in "${IMPLS[@]}"; do hdr+=" $i $b |" sep+="---|"; done
@@ -502,6 +536,38 @@ ratio() {
 		done
 		echo "$line"
 	done
+}
+
+{
+	printf '\n'
+	printf 'dpdk-cells: %s, %s, %d cores, %s; %d run(s) of %d s per cell, medians; cores %s (server,client); hugepages %s\n' \
+		"$(date -u '+%Y-%m-%d %H:%M UTC')" "$(hostname)" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" \
+		"$runs" "$dur" "$cores" "$huge"
+	printf 'MTU %d (payload bytes per data packet of the built-in columns)\n' "$MR_CELLS_MTU"
+	[ -n "$MR_CELLS_SET" ] && printf 'profile keys set: %s\n' "$(printf '%s' "$MR_CELLS_SET" | tr '\n' ' ')"
+	printf 'load average at the end: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	print_table
+	# Each run's cores, by their one-way cache-line latency before and
+	# after it (metaroce corelat). memif figures drop 2 to 3 times when
+	# the two cores do not share a cache (docs/dpdk.md), so when some
+	# runs were not "near", the table follows again with near runs only.
+	near_runs=0 other_runs=0
+	for f in "$work"/cl.*; do
+		[ -e "$f" ] || continue
+		if [ "$(cat "$f")" = near ]; then near_runs=$((near_runs + 1)); else other_runs=$((other_runs + 1)); fi
+	done
+	cls=$(cat "$work"/run*/corelat 2>/dev/null | tr ' ' '\n' | grep -v '^-$' | sort -g)
+	if [ -n "$cls" ]; then
+		printf '\ncore-to-core latency around each run (metaroce corelat, one way, before and after): %s\n' "$(awk '
+			{ v[NR] = $1 }
+			END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+				printf "%d measurements, min %.0f, median %.0f, max %.0f ns", NR, v[1], m, v[NR] }' <<<"$cls")"
+		printf 'runs whose cores shared a cache before and after (both under 100 ns): %d of %d\n' "$near_runs" $((near_runs + other_runs))
+		if [ $other_runs -gt 0 ] && [ $near_runs -gt 0 ]; then
+			printf '\nNear-core runs only (medians of the runs above whose cores shared a cache):\n\n'
+			SEL=near print_table
+		fi
+	fi
 	if [ ${#notes[@]} -gt 0 ]; then
 		printf '\nFailed runs:\n'
 		printf '%s\n' "${notes[@]}"

@@ -62,6 +62,7 @@ direct placement, and a RoCEv2 baseline to compare it with.
   metaroce stats ADDR                 counters of a running instance (--metrics-addr)
   metaroce sim FILE                   the fabric simulator
   metaroce demo                       the in-memory lossy-link demo
+  metaroce corelat --cores 0,1        cache-line latency between two CPUs
 
 Profiles are YAML (configs/*.yaml); the embedded default is
 configs/loopback-udp.yaml. Keys are overridden by METAROCE_* variables
@@ -71,7 +72,7 @@ A bad key or value exits with status 2.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
-	root.AddCommand(newDemoCmd(), newSimCmd(), newPerfCmd(), newBenchCmd(), newStatsCmd(), &cobra.Command{
+	root.AddCommand(newDemoCmd(), newSimCmd(), newPerfCmd(), newBenchCmd(), newStatsCmd(), newCorelatCmd(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "metaroce", version) },

@@ -74,8 +74,10 @@ var layers = map[string][]string{
 	"libverbs":            {},
 	"libverbs/golib":      {"*"},
 	// Test support and end-to-end tests.
-	"internal/verbstest":     {"verbs", "engine/mempair", "engine/memlink"},
-	"internal/golden":        {},
+	"internal/verbstest": {"verbs", "engine/mempair", "engine/memlink"},
+	"internal/golden":    {},
+	// Measures the machine, for the CLI and the harnesses.
+	"internal/corelat":       {},
 	"test/internal/binary":   {},
 	"test/internal/testenv":  {},
 	"test/cli":               {"*"},
