@@ -102,56 +102,61 @@ func EtherType(frame []byte) (uint16, Drop) {
 	return binary.BigEndian.Uint16(frame[12:14]), DropNone
 }
 
-// ParseUDP checks an Ethernet/IPv4/UDP frame against ours and returns its
-// fields. It never panics on any input (FuzzParseUDP) and reports exactly
+// ParseUDP checks an Ethernet/IPv4/UDP frame against ours and, when it
+// is ours (DropNone), fills *f with its fields; otherwise *f is left as
+// it was. It never panics on any input (FuzzParseUDP) and reports exactly
 // one reason for each frame it rejects.
-func ParseUDP(frame []byte, ours *Ours, ck Checks) (UDPFrame, Drop) {
-	var f UDPFrame
+//
+// It fills the caller's UDPFrame rather than returning one: a UDPFrame has
+// more fields than the compiler keeps in registers, so a returned one is
+// written field by field on the stack and copied with wide loads that
+// stall on those stores, once per received frame.
+func ParseUDP(frame []byte, ours *Ours, ck Checks, f *UDPFrame) Drop {
 	if len(frame) < HdrLen {
-		return f, DropRunt
+		return DropRunt
 	}
 	if binary.BigEndian.Uint16(frame[12:14]) != etherTypeIPv4 {
-		return f, DropNonIP
+		return DropNonIP
 	}
 	dst := MAC(frame[0:6])
 	if dst != ours.MAC && dst != broadcastMAC {
-		return f, DropNotOurMAC
+		return DropNotOurMAC
 	}
 	ip := frame[EthHdrLen:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < IPv4HdrLen {
-		return f, DropBadIPHeader
+		return DropBadIPHeader
 	}
 	total := int(binary.BigEndian.Uint16(ip[2:4]))
 	if total < ihl+UDPHdrLen || total > len(ip) {
 		if total > len(ip) {
-			return f, DropRunt
+			return DropRunt
 		}
-		return f, DropBadIPHeader
+		return DropBadIPHeader
 	}
 	switch {
 	case ck.IPBad:
-		return f, DropIPChecksum
+		return DropIPChecksum
 	case !ck.IPGood:
 		if Checksum(ip[:ihl], 0) != 0 {
-			return f, DropIPChecksum
+			return DropIPChecksum
 		}
 	}
 	if binary.BigEndian.Uint16(ip[6:8])&0x3fff != 0 {
-		return f, DropFragment
+		return DropFragment
 	}
 	if ip[9] != protoUDP {
-		return f, DropNotUDP
+		return DropNotUDP
 	}
 	if IPv4(ip[16:20]) != ours.IP {
-		return f, DropNotOurIP
+		return DropNotOurIP
 	}
 	udp := ip[ihl:total]
 	if binary.BigEndian.Uint16(udp[2:4]) != ours.Port {
-		return f, DropWrongPort
+		return DropWrongPort
 	}
 	if int(binary.BigEndian.Uint16(udp[4:6])) != len(udp) {
-		return f, DropUDPLength
+		return DropUDPLength
 	}
 	// A zero checksum means the sender computed none (RFC 768): accept it
 	// unverified, whatever the port's offload says (some NICs flag it
@@ -161,10 +166,10 @@ func ParseUDP(frame []byte, ours *Ours, ck Checks) (UDPFrame, Drop) {
 	if sum != 0 {
 		switch {
 		case ck.UDPBad:
-			return f, DropUDPChecksum
+			return DropUDPChecksum
 		case !ck.UDPGood:
 			if Checksum(udp, pseudoSum(ip[12:16], ip[16:20], len(udp))) != 0 {
-				return f, DropUDPChecksum
+				return DropUDPChecksum
 			}
 		}
 	}
@@ -175,7 +180,7 @@ func ParseUDP(frame []byte, ours *Ours, ck Checks) (UDPFrame, Drop) {
 	f.CE = ip[1]&ecnMask == ecnCE
 	f.NoChecksum = sum == 0
 	f.Payload = udp[UDPHdrLen:]
-	return f, DropNone
+	return DropNone
 }
 
 // Header is what WriteHeaders puts in front of a payload.

@@ -59,7 +59,7 @@ func TestWriteParseRoundTrip(t *testing.T) {
 		n := WriteHeaders(b, &Header{SrcMAC: macA, DstMAC: macB, SrcIP: ipA, DstIP: ipB, SrcPort: 50001, DstPort: 4794,
 			ECT: true, SoftIPChecksum: true, SoftUDPChecksum: soft}, 14)
 		require.Equal(t, minFrame, n) // padded
-		f, d := ParseUDP(b[:n], &ours, Checks{})
+		f, d := parseUDP(b[:n], &ours, Checks{})
 		require.Equal(t, DropNone, d)
 		require.Equal(t, "hello metaroce", string(f.Payload))
 		require.Equal(t, macA, f.SrcMAC)
@@ -71,14 +71,14 @@ func TestWriteParseRoundTrip(t *testing.T) {
 		// CE marked by a switch: the IP checksum is fixed up as routers do.
 		b[EthHdrLen+1] |= ecnCE
 		fixIPSum(b)
-		f, d = ParseUDP(b[:n], &ours, Checks{})
+		f, d = parseUDP(b[:n], &ours, Checks{})
 		require.Equal(t, DropNone, d)
 		require.True(t, f.CE)
 		// Hardware said bad: trusted without looking.
-		_, d = ParseUDP(b[:n], &ours, Checks{IPBad: true})
+		_, d = parseUDP(b[:n], &ours, Checks{IPBad: true})
 		require.Equal(t, DropIPChecksum, d)
 		if soft {
-			_, d = ParseUDP(b[:n], &ours, Checks{UDPBad: true})
+			_, d = parseUDP(b[:n], &ours, Checks{UDPBad: true})
 			require.Equal(t, DropUDPChecksum, d)
 		}
 	}
@@ -106,6 +106,13 @@ func TestARPRoundTrip(t *testing.T) {
 	require.Equal(t, DropBadARP, d)
 }
 
+// parseUDP is ParseUDP returning the frame, for the tests.
+func parseUDP(frame []byte, ours *Ours, ck Checks) (UDPFrame, Drop) {
+	var f UDPFrame
+	d := ParseUDP(frame, ours, ck, &f)
+	return f, d
+}
+
 // FuzzParseUDP: any frame gets exactly one verdict and no panic; an
 // accepted frame's payload lies inside the frame and its IP and UDP
 // checksums verify.
@@ -117,7 +124,7 @@ func FuzzParseUDP(f *testing.F) {
 	f.Add([]byte{1, 2, 3})
 	ours := Ours{MAC: macB, IP: ipB, Port: 4794}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		p, d := ParseUDP(frame, &ours, Checks{})
+		p, d := parseUDP(frame, &ours, Checks{})
 		if d != DropNone {
 			require.Nil(t, p.Payload)
 			return
@@ -147,8 +154,9 @@ func BenchmarkParseUDP1K(b *testing.B) {
 	ours := Ours{MAC: macB, IP: ipB, Port: 4794}
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
+	var f UDPFrame
 	for b.Loop() {
-		if _, d := ParseUDP(buf[:n], &ours, Checks{}); d != DropNone {
+		if d := ParseUDP(buf[:n], &ours, Checks{}, &f); d != DropNone {
 			b.Fatal(d)
 		}
 	}
@@ -168,7 +176,7 @@ func TestZeroUDPChecksum(t *testing.T) {
 		SoftIPChecksum: true}, 1000)
 	require.Zero(t, binary.BigEndian.Uint16(b[HdrLen-2:]), "no checksum written")
 	for _, ck := range []Checks{{}, {UDPBad: true}, {UDPGood: true}} {
-		f, d := ParseUDP(b[:n], &ours, ck)
+		f, d := parseUDP(b[:n], &ours, ck)
 		require.Equal(t, DropNone, d, "%+v", ck)
 		require.True(t, f.NoChecksum)
 		require.Len(t, f.Payload, 1000)
@@ -178,11 +186,11 @@ func TestZeroUDPChecksum(t *testing.T) {
 	n = WriteHeaders(b, &Header{SrcMAC: macA, DstMAC: macB, SrcIP: ipA, DstIP: ipB, SrcPort: 50001, DstPort: 4794,
 		SoftIPChecksum: true, SoftUDPChecksum: true}, 1000)
 	require.NotZero(t, binary.BigEndian.Uint16(b[HdrLen-2:]))
-	f, d := ParseUDP(b[:n], &ours, Checks{})
+	f, d := parseUDP(b[:n], &ours, Checks{})
 	require.Equal(t, DropNone, d)
 	require.False(t, f.NoChecksum)
 	b[HdrLen+500] ^= 0x10
-	_, d = ParseUDP(b[:n], &ours, Checks{})
+	_, d = parseUDP(b[:n], &ours, Checks{})
 	require.Equal(t, DropUDPChecksum, d)
 }
 

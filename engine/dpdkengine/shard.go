@@ -703,7 +703,8 @@ func (s *Shard) handle(now verbs.Time, i int, m *dpdk.Mbuf) bool {
 	if s.imp != nil {
 		// Impair only what is addressed to us; the rest is dropped below
 		// for its own reason.
-		if _, d := ParseUDP(frame, &s.ours[i], s.checks(i, m)); d == DropNone {
+		var f UDPFrame
+		if ParseUDP(frame, &s.ours[i], s.checks(i, m), &f) == DropNone {
 			switch s.imp.verdict() {
 			case 1:
 				s.c.Drops[DropImpaired]++
@@ -737,8 +738,8 @@ func (s *Shard) checks(i int, m *dpdk.Mbuf) Checks {
 // (receiveQueued), which copies the data once, straight from the mbuf to
 // its final address; the caller frees m only after that.
 func (s *Shard) deliver(now verbs.Time, i int, m *dpdk.Mbuf, count bool) {
-	f, d := ParseUDP(m.Data(), &s.ours[i], s.checks(i, m))
-	if d != DropNone {
+	var f UDPFrame
+	if d := ParseUDP(m.Data(), &s.ours[i], s.checks(i, m), &f); d != DropNone {
 		s.c.Drops[d]++
 		return
 	}
