@@ -41,8 +41,8 @@ func TestPerPacketMetaFitsRegisters(t *testing.T) {
 		}
 	}
 	// The rule itself, on shapes it must refuse.
-	type five struct{ a, b, c, d, e uint8 }
-	type mac struct{ m [6]byte }
+	type five struct{ _, _, _, _, _ uint8 }
+	type mac struct{ _ [6]byte }
 	for _, v := range []any{five{}, mac{}, [40]byte{}} {
 		if ssaFits(reflect.TypeOf(v)) {
 			t.Errorf("%T judged register-sized", v)
