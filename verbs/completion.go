@@ -109,7 +109,8 @@ func NewCompletionQueue(depth int) *CompletionQueue {
 func (q *CompletionQueue) Poll(out []WorkCompletion) int {
 	k := 0
 	for k < len(out) && q.q.Len() > 0 {
-		out[k] = q.q.Pop()
+		out[k] = *q.q.Front() // no pointers in it: the slot needs no clearing
+		q.q.Drop()
 		k++
 	}
 	if q.q.Len() == 0 {
@@ -122,8 +123,16 @@ func (q *CompletionQueue) Poll(out []WorkCompletion) int {
 func (q *CompletionQueue) Len() int { return q.q.Len() }
 
 // push appends a completion (see the type's comment for who may).
+//
+// It fills the new slot field by field: a WorkCompletion has seven fields,
+// too many for registers, so pushing the value would spill it with narrow
+// stores and copy it into the ring with wide loads that stall on them,
+// once per completion (one per message: per packet at 64 bytes). WorkCompletion
+// holds no pointers, so the slot left over from earlier needs no clearing.
 func (q *CompletionQueue) push(wc WorkCompletion) {
-	q.q.Push(wc)
+	s := q.q.Extend()
+	s.WRID, s.Status, s.Opcode, s.ByteLen = wc.WRID, wc.Status, wc.Opcode, wc.ByteLen
+	s.Imm, s.HasImm, s.QPN = wc.Imm, wc.HasImm, wc.QPN
 	if !q.flagged {
 		q.flagged = true
 		if q.onReady != nil {

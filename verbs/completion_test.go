@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,4 +44,37 @@ func TestCompletionQueueOnReady(t *testing.T) {
 	require.Equal(t, 2, q.Poll(out)) // empty now
 	q.push(WorkCompletion{WRID: 4})
 	require.Equal(t, 2, calls)
+}
+
+// TestWorkCompletionFieldsPushCopies: CompletionQueue.push copies a
+// completion field by field and Poll leaves popped slots uncleared, which
+// is right only while WorkCompletion has exactly the fields push names and
+// none of them holds a pointer. A new field fails here until push copies
+// it too.
+func TestWorkCompletionFieldsPushCopies(t *testing.T) {
+	ty := reflect.TypeOf(WorkCompletion{})
+	want := []string{"WRID", "Status", "Opcode", "ByteLen", "Imm", "HasImm", "QPN"}
+	if ty.NumField() != len(want) {
+		t.Fatalf("WorkCompletion has %d fields, push copies %d: %v", ty.NumField(), len(want), want)
+	}
+	for i, name := range want {
+		f := ty.Field(i)
+		if f.Name != name {
+			t.Errorf("field %d is %s, push copies %s there", i, f.Name, name)
+		}
+		switch f.Type.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.String, reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+			t.Errorf("field %s holds a pointer (%s): popped slots would keep it alive", f.Name, f.Type)
+		}
+	}
+	cq := NewCompletionQueue(2)
+	in := WorkCompletion{WRID: 1 << 40, Status: StatusRemoteAccessError, Opcode: WCRecv, ByteLen: 7, Imm: 9, HasImm: true, QPN: 33}
+	for range 3 { // around the ring more than once: slots are reused uncleared
+		cq.push(in)
+		var out [1]WorkCompletion
+		if n := cq.Poll(out[:]); n != 1 || out[0] != in {
+			t.Fatalf("Poll = %d, %+v; want 1, %+v", n, out[0], in)
+		}
+		in.WRID++
+	}
 }
