@@ -319,6 +319,11 @@ start() {
 	pgids+=("$started")
 }
 
+# near_ns: a run is "near" when the cores' one-way cache-line latency was
+# under this many ns before and after it (their bands here: 30 to 55 ns
+# sharing a cache, 160 to 220 ns not; docs/dpdk.md).
+near_ns=100
+
 # corelat: the median one-way cache-line latency between the server's
 # and the client's cores, in ns (metaroce corelat, a few ms), or nothing
 # when it cannot be measured: in 2 s at most, as on a loaded machine a hop
@@ -361,13 +366,13 @@ run_one() {
 	wait "$spid" 2>/dev/null
 	local srvrc=$?
 	# Again after the run: placement can change within seconds. A run
-	# is "near" when both are under 100 ns, "far" when both are at or
+	# is "near" when both are under near_ns, "far" when both are at or
 	# above, "mixed" otherwise.
 	local cla
 	cla=$(corelat)
 	echo "${cl:--} ${cla:--}" >"$d/corelat"
-	awk -v a="${cl:--}" -v b="${cla:--}" 'BEGIN { if (a == "-" || b == "-") print "-"; else if (a < 100 && b < 100) print "near";
-		else if (a >= 100 && b >= 100) print "far"; else print "mixed" }' >"${res/\/res./\/cl.}"
+	awk -v a="${cl:--}" -v b="${cla:--}" -v t=$near_ns 'BEGIN { if (a == "-" || b == "-") print "-"; else if (a < t && b < t) print "near";
+		else if (a >= t && b >= t) print "far"; else print "mixed" }' >"${res/\/res./\/cl.}"
 	local line reason
 	line=$(grep -a '^cells: ' "$d/c.out" 2>/dev/null | grep -v '^cells: ready' | tail -1)
 	if [ $ready = 0 ]; then
@@ -437,8 +442,13 @@ median() {
 	local f=$1
 	shift
 	[ $# -gt 0 ] || return 1
-	cat "$@" 2>/dev/null | awk -v f=$((f + 1)) '$1 == "ok" { print $f }' | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	cat "$@" 2>/dev/null | awk -v f=$((f + 1)) '$1 == "ok" { print $f }' | mid
+}
+
+# mid: the median of the numbers on stdin, one per line (the mean of the
+# two middle ones for an even count); fails when there are none.
+mid() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 fmt_val() { # KIND VALUE
@@ -558,11 +568,9 @@ print_table() {
 	done
 	cls=$(cat "$work"/run*/corelat 2>/dev/null | tr ' ' '\n' | grep -v '^-$' | sort -g)
 	if [ -n "$cls" ]; then
-		printf '\ncore-to-core latency around each run (metaroce corelat, one way, before and after): %s\n' "$(awk '
-			{ v[NR] = $1 }
-			END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-				printf "%d measurements, min %.0f, median %.0f, max %.0f ns", NR, v[1], m, v[NR] }' <<<"$cls")"
-		printf 'runs whose cores shared a cache before and after (both under 100 ns): %d of %d\n' "$near_runs" $((near_runs + other_runs))
+		printf '\ncore-to-core latency around each run (metaroce corelat, one way, before and after): %d measurements, min %.0f, median %.0f, max %.0f ns\n' \
+			"$(wc -l <<<"$cls")" "$(head -1 <<<"$cls")" "$(mid <<<"$cls")" "$(tail -1 <<<"$cls")"
+		printf 'runs whose cores shared a cache before and after (both under %d ns): %d of %d\n' $near_ns "$near_runs" $((near_runs + other_runs))
 		if [ $other_runs -gt 0 ] && [ $near_runs -gt 0 ]; then
 			printf '\nNear-core runs only (medians of the runs above whose cores shared a cache):\n\n'
 			SEL=near print_table
