@@ -48,8 +48,11 @@ func TestTsharkDecodesSealedCapture(t *testing.T) {
 				t.Fatal(err)
 			}
 			const msgs, size, paths = 8, 10000, 4
+			// As in TestTsharkDecodesCapture: a first flight over every
+			// path, and one packet per datagram, whatever the host's timing.
 			cl := exec.CommandContext(ctx, bin, "perf", "write_bw", "127.0.0.1", "-p", port, "-n", strconv.Itoa(msgs),
-				"-s", strconv.Itoa(size), "--paths", strconv.Itoa(paths), "--pcap", capFile)
+				"-s", strconv.Itoa(size), "--paths", strconv.Itoa(paths), "--pcap", capFile,
+				"--set", "metaroce.initial_inflight="+strconv.Itoa(paths), "--set", "udp.coalesce=1")
 			cl.Env = env
 			clOut, err := cl.CombinedOutput()
 			if err != nil {
