@@ -32,13 +32,18 @@ func TestStatsReadsRunningInstance(t *testing.T) {
 	var runErr error
 	go func() { runErr = run.Wait(); close(done) }()
 	var table string
-	// Poll while the bench runs (its one point lasts 3 s after setup).
+	// Poll while the bench runs (its one point lasts 3 s after setup),
+	// until path 7 has sent: the path rows exist from the connection's
+	// start, before its first packets are spread (the first goes alone,
+	// initial_inflight), so the first table read can be too early.
 poll:
 	for {
 		o, err := exec.Command(bin, "stats", addr, "--paths").CombinedOutput()
 		if err == nil && strings.Contains(string(o), "metaroce_path_tx_packets_total") {
 			table = string(o)
-			break
+			if pathSent(table, "path=7") {
+				break
+			}
 		}
 		select {
 		case <-done:
@@ -93,20 +98,33 @@ poll:
 	}
 }
 
+// pathSent reports whether the table counts packets sent on the path
+// with labels.
+func pathSent(table, labels string) bool {
+	v, ok := statRow(table, "metaroce_path_tx_packets_total", labels)
+	return ok && v > 0
+}
+
 // statValue is the value of metric in a `metaroce stats` table, on the
 // first row whose labels contain labels; the test fails if there is none.
 func statValue(t *testing.T, table, metric, labels string) float64 {
 	t.Helper()
+	v, ok := statRow(table, metric, labels)
+	if !ok {
+		t.Fatalf("no %s{%s} with a value in:\n%s", metric, labels, table)
+	}
+	return v
+}
+
+// statRow finds metric's first row whose labels contain labels, and its
+// value (false: no such row, or no number in it).
+func statRow(table, metric, labels string) (float64, bool) {
 	for _, l := range strings.Split(table, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 3 && f[0] == metric && strings.Contains(f[1], labels) {
 			v, err := strconv.ParseFloat(f[2], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
+			return v, err == nil
 		}
 	}
-	t.Fatalf("no %s{%s} in:\n%s", metric, labels, table)
-	return 0
+	return 0, false
 }
