@@ -26,10 +26,10 @@ RACE_PKGS ?= ./engine/... ./cmd/metaroce/... ./sim/...
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: FORCE help deps build verbs verbs-golib test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells bench-verbs bench-security hugepages fuzz lint demo demo-mem experiments clean
+.PHONY: FORCE help deps build verbs verbs-golib test test-nodpdk test-dpdk test-race bench bench-dpdk bench-afpacket bench-cells bench-verbs bench-security hugepages fuzz lint demo demo-mem experiments clean
 
 help:
-	@echo "targets: deps build verbs test test-nodpdk test-dpdk test-race bench bench-dpdk bench-cells bench-verbs bench-security hugepages fuzz lint demo demo-mem experiments clean"
+	@echo "targets: deps build verbs test test-nodpdk test-dpdk test-race bench bench-dpdk bench-afpacket bench-cells bench-verbs bench-security hugepages fuzz lint demo demo-mem experiments clean"
 	@echo "  DPDK=0|1 builds without or with -tags dpdk (default: 1 when pkg-config finds libdpdk)"
 	@echo "  make bench BENCH=Link BENCHTIME=2s PKGS=./engine/..."
 	@echo "  make bench BENCH=PacketPath PKGS=./metaroce/   (metaroce per-packet cost: paths x streams x connections)"
@@ -131,6 +131,13 @@ hugepages:
 # against the raw memif packet rate in the same run (test/memifraw).
 bench-dpdk: deps hugepages
 	MR_HUGE=1 $(GO) test -tags dpdk -run '^$$' -bench '$(BENCH)' -benchmem $(if $(BENCHTIME),-benchtime $(BENCHTIME)) ./test/memifraw/
+
+# The af_packet ceiling (root): the raw af_packet pair of test/memifraw,
+# no transport, on a veth pair in a namespace the test builds, frames/s
+# at the cells' frame sizes, the kernel's receive dropped as in
+# bench-cells (MR_RAW_KERNEL_RX=on keeps it).
+bench-afpacket: deps
+	MR_RAW_AFPACKET=1 $(GO) test -tags dpdk -run '^$$' -bench 'RawAfPacket' -benchtime $(or $(BENCHTIME),400000x) -count $(or $(COUNT),3) ./test/memifraw/
 
 # The verbs library against the native Go path, side by side (issue 14):
 # Debian's ib_write_bw and ib_send_lat through build/verbs against

@@ -37,6 +37,14 @@
 #                         Frames over 2 KiB get memif buffers (bsize), af_packet
 #                         frames (framesz) and mbufs (data_room) that hold a
 #                         whole frame, and the veth pair an MTU to match
+#   --kernel-rx on|off    af_packet: whether the kernel's own stack also
+#                         receives the frames on the veth pair (default off).
+#                         off: an nftables netdev ingress chain drops them
+#                         after af_packet's taps have copied them, so the
+#                         kernel neither routes nor answers them; the table
+#                         says how many it dropped. on: every frame also
+#                         goes through ip_rcv and a route lookup, on the
+#                         sending process's core (docs/dpdk.md)
 #   --huge auto|on|off    2 MiB hugepages (--in-memory) or --no-huge; auto: on
 #                         when at least 300 pages are free (default auto)
 #   --set KEY=VALUE       a profile key for both perf ends of the built-in
@@ -198,7 +206,7 @@ fi
 
 # ---- options ---------------------------------------------------------------
 bin=bin/metaroce runs=3 dur=2 backends=memif,af_packet transports=metaroce,rocev2
-cells=pp,rate,g32k,g1m other="" oname=other cores=0,1 huge=auto keep=""
+cells=pp,rate,g32k,g1m other="" oname=other cores=0,1 huge=auto keep="" kernelrx=off
 export MR_CELLS_SET="" MR_CELLS_MTU=1024
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -214,6 +222,7 @@ while [ $# -gt 0 ]; do
 	--huge) huge=$2; shift ;;
 	--mtu) MR_CELLS_MTU=$2; shift ;;
 	--keep) keep=$2; shift ;;
+	--kernel-rx) kernelrx=$2; shift ;;
 	--set) [[ "$2" == *=* ]] || die "--set $2: want KEY=VALUE"; MR_CELLS_SET+="$2"$'\n'; shift ;;
 	--tiny) runs=1 dur=1 backends=memif ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$self" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -226,6 +235,7 @@ done
 [[ "$cores" =~ ^[0-9]+,[0-9]+$ ]] || die "--cores $cores: want A,B"
 [[ "$MR_CELLS_MTU" =~ ^[1-9][0-9]*$ ]] && [ "$MR_CELLS_MTU" -ge 256 ] && [ "$MR_CELLS_MTU" -le 9000 ] ||
 	die "--mtu $MR_CELLS_MTU: want an integer from 256 to 9000 (payload bytes per packet)"
+case "$kernelrx" in on | off) ;; *) die "--kernel-rx $kernelrx: want on or off" ;; esac
 score=${cores%,*} ccore=${cores#*,}
 [ -x "$bin" ] || die "$bin: not an executable (go build -tags dpdk -o bin/metaroce ./cmd/metaroce)"
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
@@ -281,6 +291,17 @@ if [[ " ${BACKENDS[*]} " == *" af_packet "* ]]; then
 		ip -n "$ns" link set cellsA mtu "$vethmtu" && ip -n "$ns" link set cellsB mtu "$vethmtu" &&
 		ip -n "$ns" link set cellsA up && ip -n "$ns" link set cellsB up ||
 		die "cannot build the veth pair in namespace $ns"
+	# The veths have no addresses, yet the kernel's stack still takes
+	# every frame af_packet's PMD sends: ip_rcv, a route lookup that
+	# allocates a dst, a drop, all inside the sender's sendto, on its
+	# core (9% of the CPU of a 32 KiB run in perf). A netdev ingress
+	# chain runs after the packet taps, so the PMD still receives every
+	# frame and the kernel none; its counter goes in the table's header.
+	if [ "$kernelrx" = off ]; then
+		command -v nft >/dev/null || die "nft not found (scripts/install-deps.sh installs nftables; or --kernel-rx on)"
+		printf 'table netdev cells {\n chain in {\n  type filter hook ingress devices = { cellsA, cellsB } priority 0; policy accept;\n  counter drop\n }\n}\n' |
+			ip netns exec "$ns" nft -f - || die "nft: cannot add the ingress drop in namespace $ns (or --kernel-rx on)"
+	fi
 fi
 
 # ---- one run ---------------------------------------------------------------
@@ -555,6 +576,14 @@ print_table() {
 		"$runs" "$dur" "$cores" "$huge"
 	printf 'MTU %d (payload bytes per data packet of the built-in columns)\n' "$MR_CELLS_MTU"
 	[ -n "$MR_CELLS_SET" ] && printf 'profile keys set: %s\n' "$(printf '%s' "$MR_CELLS_SET" | tr '\n' ' ')"
+	if [[ " ${BACKENDS[*]} " == *" af_packet "* ]]; then
+		if [ "$kernelrx" = off ]; then
+			printf 'af_packet: kernel receive on the veths: dropped at ingress, %s frames\n' \
+				"$(ip netns exec "$ns" nft list chain netdev cells in 2>/dev/null | awk '/counter packets/ { for (i = 1; i < NF; i++) if ($i == "packets") print $(i+1) }')"
+		else
+			printf 'af_packet: kernel receive on the veths: on (--kernel-rx on)\n'
+		fi
+	fi
 	printf 'load average at the end: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	print_table
 	# Each run's cores, by their one-way cache-line latency before and

@@ -33,6 +33,8 @@ var (
 	cellNum  = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?)( K| M| Gb/s)?( \([0-9]+/[0-9]+ FAIL \[([0-9]+)\]\))?$`)
 	cellRTT  = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?) / ([0-9]+(\.[0-9]+)?) us( \([0-9]+/[0-9]+ FAIL \[([0-9]+)\]\))?$`)
 	cellFail = regexp.MustCompile(`^FAIL \[([0-9]+)\]$`)
+	// kernelDrop is the header line of an af_packet table.
+	kernelDrop = regexp.MustCompile(`(?m)^af_packet: kernel receive on the veths: dropped at ingress, ([0-9]+) frames$`)
 )
 
 func TestDPDKCellsHarnessTiny(t *testing.T) {
@@ -174,6 +176,7 @@ func TestDPDKCellsHarnessRejectsBadOptions(t *testing.T) {
 		{"--mtu 9001", "--mtu 9001: want an integer from 256 to 9000"},
 		{"--mtu jumbo", "--mtu jumbo: want an integer"},
 		{"--runs 0", "--runs 0: want a positive integer"},
+		{"--kernel-rx maybe", "--kernel-rx maybe: want on or off"},
 	} {
 		cmd := exec.Command(script, append(strings.Fields(c.args), "--bin", "/bin/true")...)
 		out, err := cmd.CombinedOutput()
@@ -203,17 +206,25 @@ func cells(line string) []string {
 // frames sized past the mbufs, DPDK refused the queue ("rx queue setup:
 // Cannot allocate memory") and every run failed before it started. The
 // cell must hold a figure; a failed run's reason is reported, and one
-// that never got a server up fails the test whatever the load.
+// that never got a server up fails the test whatever the load. The
+// kernel's own receive on the veths is off by default (an nftables
+// ingress drop): the header must say how many frames it dropped, and a
+// run that moved 1 MiB messages dropped some.
 func TestDPDKCellsHarnessJumboAfPacket(t *testing.T) {
 	testenv.Root(t, "the harness builds a network namespace with a veth pair")
 	bin := binary.Build(t)
-	for _, tool := range []string{"taskset", "timeout", "setsid", "ip"} {
-		testenv.Tool(t, tool, "Debian packages util-linux / coreutils / iproute2")
+	for _, tool := range []string{"taskset", "timeout", "setsid", "ip", "nft"} {
+		testenv.Tool(t, tool, "Debian packages util-linux / coreutils / iproute2 / nftables")
 	}
 	table := runCells(t, "--runs", "1", "--duration", "1", "--huge", "off", "--bin", bin,
 		"--transports", "metaroce", "--backends", "af_packet", "--cells", "g1m", "--mtu", "8192")
 	if !strings.Contains(table, "MTU 8192 ") {
 		t.Errorf("the table does not say MTU 8192")
+	}
+	if m := kernelDrop.FindStringSubmatch(table); m == nil {
+		t.Errorf("the table does not say how many frames the kernel's ingress drop took:\n%s", table)
+	} else if n, _ := strconv.Atoi(m[1]); n <= 0 {
+		t.Errorf("the kernel's ingress drop counted %d frames: the frames went past it, or the chain is not on the veths", n)
 	}
 	if strings.Contains(table, "server not ready") || strings.Contains(table, "Cannot allocate memory") {
 		t.Fatalf("af_packet at MTU 8192 did not start:\n%s", table)

@@ -42,6 +42,9 @@ func freeHugepages() int {
 }
 
 func run(m *testing.M) int {
+	if code, ok := runInNamespace(); ok { // MR_RAW_AFPACKET=1: the whole run goes inside
+		return code
+	}
 	dir, err := os.MkdirTemp("", "memifraw")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -66,6 +69,7 @@ func run(m *testing.M) int {
 			"--vdev", fmt.Sprintf("net_memif%d,role=server,id=0,socket=%s", 2*k, sock),
 			"--vdev", fmt.Sprintf("net_memif%d,role=client,id=0,socket=%s", 2*k+1, sock))
 	}
+	args = append(args, afpacketVdevs()...)
 	if _, err := dpdk.Init(args); err != nil {
 		fmt.Fprintln(os.Stderr, "EAL:", err)
 		return 1

@@ -6,7 +6,9 @@
 // peer port and frees them, both doing the least a packet path can do
 // (one cgo call per burst each way, no protocol). Its benchmark runs it and
 // the metaroce write_bw over memif in the same process, at the same frame
-// size, and reports their ratio.
+// size, and reports their ratio. The same sender and receiver over an
+// af_packet pair on a veth pair (afpacket_test.go) measure the ceiling of
+// the af_packet cells.
 package memifraw
 
 import (
@@ -35,6 +37,19 @@ func (r Result) Gbps() float64 { return float64(r.Bytes) * 8 / r.Elapsed.Seconds
 // receiver each on its own goroutine locked to a registered OS thread.
 // The pool supplies the sender's mbufs.
 func Run(pool *dpdk.Pool, tx, rx dpdk.PortID, frameLen int, n uint64, burst int) (Result, error) {
+	var hdr [42]byte // a constant header, as a packet generator writes
+	for i := range hdr {
+		hdr[i] = byte(i)
+	}
+	return RunHeader(pool, tx, rx, hdr[:], frameLen, n, burst)
+}
+
+// RunHeader is Run with each frame's first len(hdr) bytes set to hdr (a
+// real Ethernet/IPv4/UDP header where the kernel sees the frames: over
+// af_packet the peer's stack treats a frame to its own MAC as a packet
+// to receive, one to another MAC as one to skip). hdr must not be longer
+// than frameLen; it is read, not kept.
+func RunHeader(pool *dpdk.Pool, tx, rx dpdk.PortID, hdr []byte, frameLen int, n uint64, burst int) (Result, error) {
 	var got atomic.Uint64
 	var stop atomic.Bool
 	errc := make(chan error, 2)
@@ -55,11 +70,7 @@ func Run(pool *dpdk.Pool, tx, rx dpdk.PortID, frameLen int, n uint64, burst int)
 				continue
 			}
 			for _, m := range ms {
-				b := m.Room()
-				// A constant header, as a packet generator writes.
-				for i := 0; i < 42; i++ {
-					b[i] = byte(i)
-				}
+				copy(m.Room(), hdr)
 				m.SetLen(frameLen)
 			}
 			tx.TxBurstFree(0, ms) // what the queue refuses is freed: a raw sender drops
