@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -139,20 +138,9 @@ func afpPair(tb testing.TB) (*dpdk.Pool, [2]dpdk.PortID, []byte) {
 		tb.Fatal("not inside the af_packet pair's namespace") // runInNamespace did not run
 	}
 	afpOnce.Do(func() {
-		afpPool, afpErr = dpdk.NewPool("rawafp", 8191, 256, 0)
+		afpPool, afpPorts, afpErr = startPair("rawafp", "net_af_packet0", "net_af_packet1")
 		if afpErr != nil {
 			return
-		}
-		for i := range afpPorts {
-			if afpPorts[i], afpErr = dpdk.PortByName(fmt.Sprintf("net_af_packet%d", i)); afpErr != nil {
-				return
-			}
-			if afpErr = afpPorts[i].Configure(dpdk.PortConfig{RxQueues: 1, TxQueues: 1, Pool: afpPool}); afpErr != nil {
-				return
-			}
-			if afpErr = afpPorts[i].Start(); afpErr != nil {
-				return
-			}
 		}
 		atExit = append(atExit, func() {
 			for _, p := range afpPorts {
@@ -173,16 +161,7 @@ func afpPair(tb testing.TB) (*dpdk.Pool, [2]dpdk.PortID, []byte) {
 		f.SrcIP, f.DstIP = [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
 		f.SrcPort, f.DstPort = 49152, 4794
 		afpHdr = pcap.AppendFrame(nil, f, nil)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			l0, _ := afpPorts[0].Link()
-			l1, _ := afpPorts[1].Link()
-			if l0.Up && l1.Up {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		afpErr = linkErr("af_packet link did not come up")
+		afpErr = waitLinks(afpPorts, linkErr("af_packet link did not come up"))
 	})
 	require.NoError(tb, afpErr)
 	return afpPool, afpPorts, afpHdr

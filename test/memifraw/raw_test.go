@@ -22,21 +22,9 @@ var (
 // rawPair configures memif pair 0 once for the package.
 func rawPair(t testing.TB) (*dpdk.Pool, [2]dpdk.PortID) {
 	rawOnce.Do(func() {
-		rawPool, rawErr = dpdk.NewPool("raw", 8191, 256, 0)
+		rawPool, rawPorts, rawErr = startPair("raw", "net_memif0", "net_memif1")
 		if rawErr != nil {
 			return
-		}
-		for i := range rawPorts {
-			if rawPorts[i], rawErr = dpdk.PortByName([]string{"net_memif0", "net_memif1"}[i]); rawErr != nil {
-				return
-			}
-			if rawErr = rawPorts[i].Configure(dpdk.PortConfig{RxQueues: 1, TxQueues: 1, Pool: rawPool}); rawErr != nil {
-				return
-			}
-			if rawErr = rawPorts[i].Start(); rawErr != nil {
-				return
-			}
-
 		}
 		// Client (memif1) first; the server only after the interrupt
 		// thread has handled the disconnect (memif races otherwise).
@@ -47,19 +35,45 @@ func rawPair(t testing.TB) (*dpdk.Pool, [2]dpdk.PortID) {
 			rawPorts[0].Stop()
 			rawPorts[0].Close()
 		})
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			l0, _ := rawPorts[0].Link()
-			l1, _ := rawPorts[1].Link()
-			if l0.Up && l1.Up {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		rawErr = errLinkDown
+		rawErr = waitLinks(rawPorts, errLinkDown)
 	})
 	require.NoError(t, rawErr)
 	return rawPool, rawPorts
+}
+
+// startPair makes a pool named name and configures and starts the two
+// ports, one queue each way; on an error the ports may be half set up.
+func startPair(name, a, b string) (*dpdk.Pool, [2]dpdk.PortID, error) {
+	var ports [2]dpdk.PortID
+	pool, err := dpdk.NewPool(name, 8191, 256, 0)
+	if err != nil {
+		return nil, ports, err
+	}
+	for i, n := range []string{a, b} {
+		if ports[i], err = dpdk.PortByName(n); err != nil {
+			return nil, ports, err
+		}
+		if err = ports[i].Configure(dpdk.PortConfig{RxQueues: 1, TxQueues: 1, Pool: pool}); err != nil {
+			return nil, ports, err
+		}
+		if err = ports[i].Start(); err != nil {
+			return nil, ports, err
+		}
+	}
+	return pool, ports, nil
+}
+
+// waitLinks waits up to 10 s for both ports' links; down is the error
+// when they do not come up.
+func waitLinks(ports [2]dpdk.PortID, down error) error {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		l0, _ := ports[0].Link()
+		l1, _ := ports[1].Link()
+		if l0.Up && l1.Up {
+			return nil
+		}
+	}
+	return down
 }
 
 type linkErr string
