@@ -1,19 +1,5 @@
 #include "textflag.h"
-
-// FOLD1C is fold_amd64.s's FOLD1, repeated here because a macro does not
-// cross files: x = clmul(x.lo, k.lo) ^ clmul(x.hi, k.hi) ^ next.
-#define FOLD1C(k, x, t, next) \
-	MOVO      x, t          \
-	PCLMULQDQ $0x00, k, x   \
-	PCLMULQDQ $0x11, k, t   \
-	PXOR      t, x          \
-	PXOR      next, x
-
-// FOLDZC is FOLDZ with next in a register (it was just stored to dst).
-#define FOLDZC(k, z, t, next) \
-	VPCLMULQDQ $0x00, k, z, t \
-	VPCLMULQDQ $0x11, k, z, z \
-	VPTERNLOGQ $0x96, next, t, z
+#include "fold_amd64.h"
 
 // func copyFoldAVX512(crc uint32, first, dst, src []byte) uint32
 //
@@ -49,10 +35,10 @@ cLoop:
 	VMOVDQU64 Z10, 64(DI)
 	VMOVDQU64 Z11, 128(DI)
 	VMOVDQU64 Z12, 192(DI)
-	FOLDZC(Z0, Z1, Z5, Z9)
-	FOLDZC(Z0, Z2, Z6, Z10)
-	FOLDZC(Z0, Z3, Z7, Z11)
-	FOLDZC(Z0, Z4, Z8, Z12)
+	FOLDZ(Z0, Z1, Z5, Z9)
+	FOLDZ(Z0, Z2, Z6, Z10)
+	FOLDZ(Z0, Z3, Z7, Z11)
+	FOLDZ(Z0, Z4, Z8, Z12)
 	ADDQ $256, SI
 	ADDQ $256, DI
 	SUBQ $256, CX
@@ -60,11 +46,7 @@ cLoop:
 	JAE  cLoop
 
 cReduce:
-	// Four registers into one, each 512 bits ahead of the next.
-	VBROADCASTI32X4 ·foldK+0(SB), Z0
-	FOLDZC(Z0, Z1, Z5, Z2)
-	FOLDZC(Z0, Z1, Z5, Z3)
-	FOLDZC(Z0, Z1, Z5, Z4)
+	REDUCE4Z
 
 	CMPQ CX, $64
 	JB   cLanes
@@ -72,7 +54,7 @@ cReduce:
 cLoop64:
 	VMOVDQU64 0(SI), Z9
 	VMOVDQU64 Z9, 0(DI)
-	FOLDZC(Z0, Z1, Z5, Z9)
+	FOLDZ(Z0, Z1, Z5, Z9)
 	ADDQ $64, SI
 	ADDQ $64, DI
 	SUBQ $64, CX
@@ -80,16 +62,8 @@ cLoop64:
 	JAE  cLoop64
 
 cLanes:
-	// The four lanes of Z1 into X1, X2, X3, X4, then as foldSSE does.
-	VEXTRACTI32X4 $1, Z1, X2
-	VEXTRACTI32X4 $2, Z1, X3
-	VEXTRACTI32X4 $3, Z1, X4
-	VZEROUPPER
-
-	MOVOU ·foldK+16(SB), X0
-	FOLD1C(X0, X1, X5, X2)
-	FOLD1C(X0, X1, X5, X3)
-	FOLD1C(X0, X1, X5, X4)
+	// The four lanes of Z1 into X1, then as foldSSE does.
+	LANES4
 
 	// Remaining whole 16-byte blocks.
 	CMPQ CX, $16
@@ -98,7 +72,7 @@ cLanes:
 cLoop16:
 	MOVOU 0(SI), X9
 	MOVOU X9, 0(DI)
-	FOLD1C(X0, X1, X5, X9)
+	FOLD1(X0, X1, X5, X9)
 	ADDQ  $16, SI
 	ADDQ  $16, DI
 	SUBQ  $16, CX
@@ -106,13 +80,8 @@ cLoop16:
 	JAE   cLoop16
 
 cFinish:
-	// The register is the CRC of the 128-bit remainder, from zero: two
-	// CRC32 instructions give it exactly. Then the tail under 16 bytes.
-	MOVQ   X1, AX
-	PEXTRQ $1, X1, DX
-	XORL   BX, BX
-	CRC32Q AX, BX
-	CRC32Q DX, BX
+	// The CRC of the 128-bit remainder, then the tail under 16 bytes.
+	CRC128
 	CMPQ   CX, $8
 	JB     cTail1
 	MOVQ   0(SI), R8
