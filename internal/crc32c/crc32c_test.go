@@ -154,7 +154,7 @@ func itoa(n int) string {
 // leaves the rest of buf alone and returns what copy and Update give, for
 // heads of 0 to 300 bytes (the fused pass takes up to 256: a packet's
 // headers) and every payload length from 0 to 4096 plus a few jumbo ones,
-// at every alignment of src and buf modulo 64.
+// at random alignments of src and buf.
 func TestCopyUpdate(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	src := make([]byte, 9100+64)
