@@ -31,15 +31,20 @@ func CopyUpdate(crc uint32, buf []byte, n int, src []byte) uint32 {
 	if len(buf)-n < len(src) {
 		panic("crc32c: CopyUpdate past the end of buf")
 	}
-	// The fold's first 256-byte block is buf's: the headers and enough of
-	// src, copied first, to fill it; the rest of src streams.
-	const first = 256
-	if n > first || n+len(src) < copyFoldMin {
+	// The fold's first block is buf's: the headers and enough of src,
+	// copied first, to fill it; the rest of src streams. Without a fused
+	// pass, or without a whole first block, copy and then Update.
+	if copyFold == nil || n > copyFoldFirst || n+len(src) < copyFoldFirst {
 		return Update(crc, buf[:n+copy(buf[n:], src)])
 	}
-	h := copy(buf[n:first], src)
-	return ^copyFold(^crc, buf[:first], buf[first:], src[h:])
+	h := copy(buf[n:copyFoldFirst], src)
+	return ^copyFold(^crc, buf[:copyFoldFirst], buf[copyFoldFirst:], src[h:])
 }
+
+// copyFoldFirst is the fused pass's first block, which it folds without
+// copying (one round of the AVX-512 main loop); it is also the fewest
+// bytes, headers and payload together, the pass takes.
+const copyFoldFirst = 256
 
 // Impl names the implementation Update uses for inputs in FoldRange
 // ("avx512", "sse", or "hash/crc32"), for benchmarks and reports.

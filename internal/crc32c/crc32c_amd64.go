@@ -65,8 +65,8 @@ func foldSSE(crc uint32, p []byte) uint32
 //go:noescape
 func foldAVX512(crc uint32, p []byte) uint32
 
-// copyFoldAVX512 is foldAVX512 over first (256 bytes) and then src that
-// also stores src to dst (copyfold_amd64.s): len(dst) >= len(src).
+// copyFoldAVX512 is foldAVX512 over first (copyFoldFirst bytes) and then
+// src that also stores src to dst (copyfold_amd64.s): len(dst) >= len(src).
 //
 //go:noescape
 func copyFoldAVX512(crc uint32, first, dst, src []byte) uint32
@@ -77,10 +77,9 @@ var (
 	foldMax = 1 << 62
 	impl    = "hash/crc32"
 
-	// copyFold folds and copies in one pass inputs of at least copyFoldMin
-	// bytes (CopyUpdate); below that, or without it, copy then Update.
-	copyFold    func(crc uint32, first, dst, src []byte) uint32
-	copyFoldMin = 1 << 62
+	// copyFold folds and copies in one pass (CopyUpdate); nil where the
+	// CPU has no AVX-512, and there CopyUpdate is copy then Update.
+	copyFold func(crc uint32, first, dst, src []byte) uint32
 
 	hasSSE, hasAVX512 bool
 )
@@ -95,9 +94,6 @@ var (
 const (
 	foldMinSize   = 64
 	sseFoldMaxLen = 256
-	// copyFoldMinSize is the AVX-512 main loop's block, the fused pass's
-	// first (BenchmarkCopyUpdate).
-	copyFoldMinSize = 256
 )
 
 func init() {
@@ -127,7 +123,7 @@ func init() {
 	switch {
 	case hasAVX512:
 		fold, foldMin, impl = foldAVX512, foldMinSize, "avx512"
-		copyFold, copyFoldMin = copyFoldAVX512, copyFoldMinSize
+		copyFold = copyFoldAVX512
 	case hasSSE:
 		fold, foldMin, foldMax, impl = foldSSE, foldMinSize, sseFoldMaxLen, "sse"
 	}

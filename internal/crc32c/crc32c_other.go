@@ -10,6 +10,5 @@ var (
 	foldMax = 1 << 62
 	impl    = "hash/crc32"
 
-	copyFold    func(crc uint32, first, dst, src []byte) uint32
-	copyFoldMin = 1 << 62
+	copyFold func(crc uint32, first, dst, src []byte) uint32
 )

@@ -152,8 +152,8 @@ func itoa(n int) string {
 
 // CopyUpdate copies exactly len(src) bytes behind the n bytes of buf,
 // leaves the rest of buf alone and returns what copy and Update give, for
-// heads of 0 to 300 bytes (the fused pass takes up to 256: a packet's
-// headers) and every payload length from 0 to 4096 plus a few jumbo ones,
+// heads of 0 to 300 bytes (the fused pass takes up to copyFoldFirst: a
+// packet's headers) and every payload length from 0 to 4096 plus a few jumbo ones,
 // at random alignments of src and buf.
 func TestCopyUpdate(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -191,7 +191,7 @@ func TestCopyUpdate(t *testing.T) {
 				t.Fatalf("head %d, len %d, src+%d buf+%d: byte %d outside the copy written", n, m, so, bo, i)
 			}
 		}
-		if copyFold != nil && n <= 256 && n+m >= copyFoldMin {
+		if copyFold != nil && n <= copyFoldFirst && n+m >= copyFoldFirst {
 			fused++
 		}
 	}
