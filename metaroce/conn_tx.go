@@ -308,6 +308,9 @@ func (c *Conn) writeSequenced(now verbs.Time, buf []byte, p *txPath, psn PSN, s 
 		if c.ep.scatterable(len(payload)) {
 			return c.ep.scatter(buf, n, payload) // by reference (scatter.go)
 		}
+		if c.ep.sec.mode == SecurityNone {
+			return SealCRCCopy(buf, n, payload) // the payload read once (crc.go)
+		}
 		n += copy(buf[n:], payload)
 	}
 	return c.seal(now, buf, n)

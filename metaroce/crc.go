@@ -18,6 +18,19 @@ func SealCRC(pkt []byte, n int) int {
 	return n + CRCLen
 }
 
+// SealCRCCopy copies payload into pkt after the n bytes already written
+// there, seals the whole with its CRC32C and returns the sealed length
+// n+len(payload)+CRCLen: the same packet as copy and then SealCRC, but the
+// payload, which comes from a registered region and is often cold in the
+// cache, is read once, folded as it is copied (crc32c.CopyUpdate). pkt
+// must have room, and must not overlap payload.
+func SealCRCCopy(pkt []byte, n int, payload []byte) int {
+	c := crc32c.CopyUpdate(0, pkt, n, payload)
+	n += len(payload)
+	binary.BigEndian.PutUint32(pkt[n:], c)
+	return n + CRCLen
+}
+
 // CheckCRC verifies the CRC32C trailer of a whole packet and returns the
 // packet without its trailer.
 func CheckCRC(pkt []byte) ([]byte, error) {

@@ -65,11 +65,21 @@ func foldSSE(crc uint32, p []byte) uint32
 //go:noescape
 func foldAVX512(crc uint32, p []byte) uint32
 
+// copyFoldAVX512 is foldAVX512 over first (copyFoldFirst bytes) and then
+// src that also stores src to dst (copyfold_amd64.s): len(dst) >= len(src).
+//
+//go:noescape
+func copyFoldAVX512(crc uint32, first, dst, src []byte) uint32
+
 var (
 	fold    func(crc uint32, p []byte) uint32
 	foldMin = 1 << 62
 	foldMax = 1 << 62
 	impl    = "hash/crc32"
+
+	// copyFold folds and copies in one pass (CopyUpdate); nil where the
+	// CPU has no AVX-512, and there CopyUpdate is copy then Update.
+	copyFold func(crc uint32, first, dst, src []byte) uint32
 
 	hasSSE, hasAVX512 bool
 )
@@ -113,6 +123,7 @@ func init() {
 	switch {
 	case hasAVX512:
 		fold, foldMin, impl = foldAVX512, foldMinSize, "avx512"
+		copyFold = copyFoldAVX512
 	case hasSSE:
 		fold, foldMin, foldMax, impl = foldSSE, foldMinSize, sseFoldMaxLen, "sse"
 	}

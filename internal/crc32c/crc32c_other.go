@@ -9,4 +9,6 @@ var (
 	foldMin = 1 << 62
 	foldMax = 1 << 62
 	impl    = "hash/crc32"
+
+	copyFold func(crc uint32, first, dst, src []byte) uint32
 )

@@ -1,6 +1,7 @@
 package crc32c
 
 import (
+	"bytes"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
@@ -145,6 +146,119 @@ func itoa(n int) string {
 		n /= 10
 		if n == 0 {
 			return s
+		}
+	}
+}
+
+// CopyUpdate copies exactly len(src) bytes behind the n bytes of buf,
+// leaves the rest of buf alone and returns what copy and Update give, for
+// heads of 0 to 300 bytes (the fused pass takes up to copyFoldFirst: a
+// packet's headers) and every payload length from 0 to 4096 plus a few jumbo ones,
+// at random alignments of src and buf.
+func TestCopyUpdate(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	src := make([]byte, 9100+64)
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	buf := make([]byte, 300+len(src)+64)
+	lens := make([]int, 0, 4100)
+	for n := 0; n <= 4096; n++ {
+		lens = append(lens, n)
+	}
+	lens = append(lens, 8192, 8192+1, 9000, 9100)
+	fused := 0
+	for _, m := range lens {
+		so, bo, n := r.IntN(64), r.IntN(64), r.IntN(301)
+		for i := range buf {
+			buf[i] = 0xA5
+		}
+		b := buf[bo:]
+		for i := range n {
+			b[i] = byte(r.Uint32())
+		}
+		init := r.Uint32()
+		p := src[so : so+m]
+		want := crc32.Update(crc32.Update(init, table, b[:n]), table, p)
+		if got := CopyUpdate(init, b, n, p); got != want {
+			t.Fatalf("head %d, len %d, src+%d buf+%d: %#08x, want %#08x", n, m, so, bo, got, want)
+		}
+		if !bytes.Equal(b[n:n+m], p) {
+			t.Fatalf("head %d, len %d, src+%d buf+%d: the copy differs from src", n, m, so, bo)
+		}
+		for i, v := range buf {
+			if (i < bo || i >= bo+n+m) && v != 0xA5 {
+				t.Fatalf("head %d, len %d, src+%d buf+%d: byte %d outside the copy written", n, m, so, bo, i)
+			}
+		}
+		if copyFold != nil && n <= copyFoldFirst && n+m >= copyFoldFirst {
+			fused++
+		}
+	}
+	if copyFold != nil && fused < 3000 {
+		t.Fatalf("only %d inputs took the fused pass", fused)
+	}
+	t.Logf("%d inputs, %d through the fused pass", len(lens), fused)
+}
+
+func TestCopyUpdatePastEnd(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic copying 300 bytes behind 10 into 309")
+		}
+	}()
+	CopyUpdate(0, make([]byte, 309), 10, make([]byte, 300))
+}
+
+func TestCopyUpdateAllocs(t *testing.T) {
+	src, buf := make([]byte, 4096), make([]byte, 4200)
+	if n := testing.AllocsPerRun(100, func() { CopyUpdate(0, buf, 58, src) }); n != 0 {
+		t.Fatalf("%v allocs", n)
+	}
+}
+
+func FuzzCopyUpdate(f *testing.F) {
+	f.Add(uint32(0), []byte("headers"), make([]byte, 1000))
+	f.Add(uint32(7), make([]byte, 62), make([]byte, 257))
+	f.Fuzz(func(t *testing.T, init uint32, head, p []byte) {
+		buf := append(head[:len(head):len(head)], make([]byte, len(p))...)
+		got := CopyUpdate(init, buf, len(head), p)
+		if want := crc32.Update(crc32.Update(init, table, head), table, p); got != want {
+			t.Fatalf("head %d, len %d: %#08x, want %#08x", len(head), len(p), got, want)
+		}
+		if !bytes.Equal(buf[len(head):], p) {
+			t.Fatalf("head %d, len %d: the copy differs", len(head), len(p))
+		}
+	})
+}
+
+// BenchmarkCopyUpdate: the fused pass against copy then Update over a
+// packet (58 bytes of headers, a bulk WRITE's, then the payload), with
+// the payload walking a region larger than the caches, as one taken from
+// a registered region does, at the wire's payload sizes.
+func BenchmarkCopyUpdate(b *testing.B) {
+	region := make([]byte, 32<<20)
+	for i := range region {
+		region[i] = byte(i * 7)
+	}
+	const hdr = 58
+	buf := make([]byte, hdr+9000)
+	for _, n := range []int{256, 1024, 4096, 8192} {
+		fs := map[string]func(src []byte) uint32{
+			"copy_then_Update": func(src []byte) uint32 { return Update(0, buf[:hdr+copy(buf[hdr:], src)]) },
+			"CopyUpdate":       func(src []byte) uint32 { return CopyUpdate(0, buf, hdr, src) },
+		}
+		for name, f := range fs {
+			b.Run(name+"/"+itoa(n), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				off := 0
+				for b.Loop() {
+					sink = f(region[off : off+n])
+					if off += n; off+n > len(region) {
+						off = 0
+					}
+				}
+			})
 		}
 	}
 }

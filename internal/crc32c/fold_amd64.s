@@ -1,14 +1,5 @@
 #include "textflag.h"
-
-// FOLD1 advances the 128-bit lane x by the distance whose key pair is in k
-// and XORs in the block next: x = clmul(x.lo, k.lo) ^ clmul(x.hi, k.hi) ^ next.
-// t is clobbered.
-#define FOLD1(k, x, t, next) \
-	MOVO      x, t          \
-	PCLMULQDQ $0x00, k, x   \
-	PCLMULQDQ $0x11, k, t   \
-	PXOR      t, x          \
-	PXOR      next, x
+#include "fold_amd64.h"
 
 // func foldSSE(crc uint32, p []byte) uint32
 //
@@ -66,13 +57,8 @@ sseLoop16:
 	JAE   sseLoop16
 
 finish:
-	// The register is the CRC of the 128-bit remainder, from zero: two
-	// CRC32 instructions give it exactly. Then the tail under 16 bytes.
-	MOVQ   X1, AX
-	PEXTRQ $1, X1, DX
-	XORL   BX, BX
-	CRC32Q AX, BX
-	CRC32Q DX, BX
+	// The CRC of the 128-bit remainder, then the tail under 16 bytes.
+	CRC128
 	CMPQ   CX, $8
 	JB     tail1
 	CRC32Q 0(SI), BX
@@ -90,13 +76,6 @@ tail1:
 done:
 	MOVL BX, ret+32(FP)
 	RET
-
-// FOLDZ advances the four 128-bit lanes of z like FOLD1 does one, with the
-// key pair broadcast in k; next is a register or a memory operand.
-#define FOLDZ(k, z, t, next) \
-	VPCLMULQDQ $0x00, k, z, t \
-	VPCLMULQDQ $0x11, k, z, z \
-	VPTERNLOGQ $0x96, next, t, z
 
 // func foldAVX512(crc uint32, p []byte) uint32
 //
@@ -136,11 +115,7 @@ zLoop:
 	JAE  zLoop
 
 zReduce:
-	// Four registers into one, each 512 bits ahead of the next.
-	VBROADCASTI32X4 ·foldK+0(SB), Z0
-	FOLDZ(Z0, Z1, Z5, Z2)
-	FOLDZ(Z0, Z1, Z5, Z3)
-	FOLDZ(Z0, Z1, Z5, Z4)
+	REDUCE4Z
 
 	CMPQ CX, $64
 	JB   zLanes
@@ -153,17 +128,8 @@ zLoop64:
 	JAE  zLoop64
 
 zLanes:
-	// The four lanes of Z1 into X1, X2, X3, X4, then as foldSSE does.
-	VEXTRACTI32X4 $1, Z1, X2
-	VEXTRACTI32X4 $2, Z1, X3
-	VEXTRACTI32X4 $3, Z1, X4
-	VZEROUPPER
-
-	// Four lanes into one, each one lane (128 bits) ahead of the next.
-	MOVOU ·foldK+16(SB), X0
-	FOLD1(X0, X1, X5, X2)
-	FOLD1(X0, X1, X5, X3)
-	FOLD1(X0, X1, X5, X4)
+	// The four lanes of Z1 into X1, then as foldSSE does.
+	LANES4
 
 	// Remaining whole 16-byte blocks.
 	CMPQ CX, $16
@@ -178,13 +144,8 @@ z_sseLoop16:
 	JAE   z_sseLoop16
 
 z_finish:
-	// The register is the CRC of the 128-bit remainder, from zero: two
-	// CRC32 instructions give it exactly. Then the tail under 16 bytes.
-	MOVQ   X1, AX
-	PEXTRQ $1, X1, DX
-	XORL   BX, BX
-	CRC32Q AX, BX
-	CRC32Q DX, BX
+	// The CRC of the 128-bit remainder, then the tail under 16 bytes.
+	CRC128
 	CMPQ   CX, $8
 	JB     z_tail1
 	CRC32Q 0(SI), BX
